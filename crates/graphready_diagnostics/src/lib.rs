@@ -1,1 +1,127 @@
+//! The data model shared by graphready's static checker and its GPU probe.
+//!
+//! A [`Diagnostic`] is one finding at one place in one file. It is plain data: the printers render
+//! it, the JSON report serialises it as it is, and the probe matches runtime events against it by
+//! `path` and `span.start.line`.
 
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// How much a finding matters. Serialised in lowercase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Breaks capture, or makes replay silently wrong.
+    Error,
+    /// Costs performance or stability every step; capture may still work.
+    Warning,
+    /// Worth knowing; never fails a build on its own.
+    Info,
+}
+
+impl Severity {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a finding runs, as far as graphready knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reach {
+    /// Inside a captured region: the hazard breaks capture or replay.
+    Capture,
+    /// Runs every step outside the graph: the hazard stalls the pipeline.
+    Stall,
+    /// Not known to be reached from any entry point (or no hot-path analysis was done).
+    #[default]
+    Unknown,
+}
+
+impl Reach {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Reach::Capture => "capture",
+            Reach::Stall => "stall",
+            Reach::Unknown => "unknown",
+        }
+    }
+}
+
+/// A one-based line and a one-based column counted in Unicode scalar values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Location {
+    pub line: u32,
+    pub column: u32,
+}
+
+/// A source range: `start` inclusive, `end` exclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Span {
+    pub start: Location,
+    pub end: Location,
+}
+
+/// One step of a call chain from an entry point to the function holding a finding.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChainLink {
+    /// Qualified name inside its module, e.g. `Model.forward`.
+    pub function: String,
+    pub path: String,
+    /// The line of the `def`, or of the call site for every link but the first.
+    pub line: u32,
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    /// Rule code, `GR` and three digits.
+    pub code: String,
+    /// Rule name, kebab-case, named for the bad pattern.
+    pub name: String,
+    pub severity: Severity,
+    #[serde(default)]
+    pub reach: Reach,
+    pub path: String,
+    pub span: Span,
+    /// The enclosing function, qualified inside its module (`Class.method`); `None` at module level.
+    #[serde(default)]
+    pub function: Option<String>,
+    /// Shortest call chain from an entry point; empty when unknown.
+    #[serde(default)]
+    pub chain: Vec<ChainLink>,
+    pub message: String,
+    /// Imperative hint naming the graph-safe alternative.
+    #[serde(default)]
+    pub fix: Option<String>,
+    /// Byte offsets of the span in the source, for printers that render code frames.
+    #[serde(skip)]
+    pub offsets: (u32, u32),
+}
+
+impl Diagnostic {
+    pub fn line(&self) -> u32 {
+        self.span.start.line
+    }
+}
+
+/// Sort key used everywhere output must be stable: path, then position, then code.
+pub fn sort_diagnostics(diagnostics: &mut [Diagnostic]) {
+    diagnostics.sort_by(|a, b| {
+        (a.path.as_str(), a.span.start, a.code.as_str()).cmp(&(
+            b.path.as_str(),
+            b.span.start,
+            b.code.as_str(),
+        ))
+    });
+}

@@ -1,1 +1,128 @@
+//! graphready's static analysis: finds CUDA-graph capture hazards in Python/PyTorch source.
+//!
+//! Data flow: source → parse ([`ruff_python_parser`]) → one visitor ([`checker::Checker`]) that
+//! keeps the semantic model and dispatches to the rules → raw findings → suppressions → located
+//! [`Diagnostic`]s. This crate never prints.
+#![warn(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod checker;
+pub mod noqa;
+pub mod registry;
+pub mod rules;
+pub mod settings;
+pub mod tensor_api;
+pub mod violation;
+
+pub use graphready_diagnostics::{Diagnostic, Location, Reach, Severity, Span};
+pub use registry::{Rule, RuleSet};
+pub use settings::Settings;
+
+use ruff_source_file::LineIndex;
+use ruff_text_size::{TextRange, TextSize};
+
+/// The code of the diagnostic for a file that could not be read or parsed.
+pub const UNREADABLE_CODE: &str = "GR000";
+
+/// Where a file sits in its project, for relative imports.
+#[derive(Debug, Clone, Default)]
+pub struct ModuleInfo {
+    /// Dotted module name (`pkg.sub.mod`), when the file is inside a package.
+    pub name: Option<String>,
+    /// Whether the file is a package's `__init__.py`.
+    pub is_package: bool,
+}
+
+/// Cheap first filter: a file that never mentions `torch` cannot hold a PyTorch hazard.
+pub fn mentions_torch(source: &[u8]) -> bool {
+    memchr::memmem::find(source, b"torch").is_some()
+}
+
+/// Checks one file's source.
+pub fn check(source: &str, path: &str, module: &ModuleInfo, settings: &Settings) -> Vec<Diagnostic> {
+    let parsed = match ruff_python_parser::parse_module(source) {
+        Ok(parsed) => parsed,
+        Err(error) => {
+            let range = error.location;
+            let message = format!("file could not be parsed: {}", error.error);
+            return vec![unreadable(source, path, range, message)];
+        }
+    };
+    let checker = checker::Checker::new(settings, module.name.as_deref(), module.is_package);
+    let raw = checker.run(parsed.syntax());
+    if raw.is_empty() {
+        return Vec::new();
+    }
+    let index = LineIndex::from_source_text(source);
+    let mut diagnostics: Vec<Diagnostic> = raw
+        .into_iter()
+        .filter(|raw| {
+            let line = index.line_index(raw.range.start());
+            let text = line_text(&index, source, line.get());
+            !noqa::parse_line(text).is_some_and(|s| s.covers(raw.rule.code()))
+        })
+        .map(|raw| Diagnostic {
+            code: raw.rule.code().to_string(),
+            name: raw.rule.name().to_string(),
+            severity: raw.rule.severity(),
+            reach: Reach::Unknown,
+            path: path.to_string(),
+            span: span(&index, source, raw.range),
+            function: raw.function,
+            chain: Vec::new(),
+            message: raw.message,
+            fix: raw.fix,
+            offsets: (raw.range.start().to_u32(), raw.range.end().to_u32()),
+        })
+        .collect();
+    diagnostics.dedup_by(|a, b| a.code == b.code && a.offsets == b.offsets);
+    diagnostics
+}
+
+/// The diagnostic for a file that could not be read, decoded or parsed.
+pub fn unreadable(source: &str, path: &str, range: TextRange, message: String) -> Diagnostic {
+    let index = LineIndex::from_source_text(source);
+    let range = clamp(range, source);
+    Diagnostic {
+        code: UNREADABLE_CODE.to_string(),
+        name: "unreadable-file".to_string(),
+        severity: Severity::Error,
+        reach: Reach::Unknown,
+        path: path.to_string(),
+        span: span(&index, source, range),
+        function: None,
+        chain: Vec::new(),
+        message,
+        fix: None,
+        offsets: (range.start().to_u32(), range.end().to_u32()),
+    }
+}
+
+fn clamp(range: TextRange, source: &str) -> TextRange {
+    let len = TextSize::try_from(source.len()).unwrap_or(TextSize::new(u32::MAX));
+    let start = range.start().min(len);
+    let end = range.end().clamp(start, len);
+    TextRange::new(start, end)
+}
+
+fn line_text<'s>(index: &LineIndex, source: &'s str, line: usize) -> &'s str {
+    let Some(line) = ruff_source_file::OneIndexed::new(line) else {
+        return "";
+    };
+    let range = index.line_range(line, source);
+    source.get(range.start().to_usize()..range.end().to_usize()).unwrap_or("")
+}
+
+fn location(index: &LineIndex, source: &str, offset: TextSize) -> Location {
+    let position = index.line_column(offset, source);
+    Location {
+        line: u32::try_from(position.line.get()).unwrap_or(u32::MAX),
+        column: u32::try_from(position.column.get()).unwrap_or(u32::MAX),
+    }
+}
+
+fn span(index: &LineIndex, source: &str, range: TextRange) -> Span {
+    Span {
+        start: location(index, source, range.start()),
+        end: location(index, source, range.end()),
+    }
+}

@@ -1,0 +1,480 @@
+//! The one visitor: it walks a module in source order, keeps the semantic model current, tracks
+//! guards and the enclosing function, and dispatches each node to the rules that want it.
+
+pub mod guards;
+pub mod semantic;
+
+use crate::registry::Rule;
+use crate::rules;
+use crate::settings::Settings;
+use crate::violation::Violation;
+use ruff_python_ast::visitor::{self, Visitor};
+use ruff_python_ast::{self as ast, Expr, Stmt};
+use ruff_text_size::{Ranged, TextRange};
+use semantic::{ClassInfo, SemanticModel, Ty};
+
+/// A finding before positions are turned into lines and columns.
+#[derive(Debug)]
+pub struct RawDiagnostic {
+    pub rule: Rule,
+    pub range: TextRange,
+    pub message: String,
+    pub fix: Option<String>,
+    pub function: Option<String>,
+}
+
+/// A function body whose visit waits until the enclosing module (or class) is fully bound.
+struct Deferred<'a> {
+    function: &'a ast::StmtFunctionDef,
+    class: Option<&'a str>,
+    qualname: String,
+    safe: bool,
+}
+
+pub struct Checker<'a> {
+    pub settings: &'a Settings,
+    pub model: SemanticModel<'a>,
+    diagnostics: Vec<RawDiagnostic>,
+    /// Non-zero while inside code that cannot run during capture.
+    safe_depth: u32,
+    /// Qualified name of the function being visited (`Class.method`, `outer.inner`).
+    function: Option<String>,
+    /// Class bodies being visited, innermost last.
+    classes: Vec<&'a str>,
+    deferred: Vec<Deferred<'a>>,
+}
+
+impl<'a> Checker<'a> {
+    pub fn new(settings: &'a Settings, module: Option<&str>, is_package: bool) -> Self {
+        Checker {
+            settings,
+            model: SemanticModel::new(module, is_package),
+            diagnostics: Vec::new(),
+            safe_depth: 0,
+            function: None,
+            classes: Vec::new(),
+            deferred: Vec::new(),
+        }
+    }
+
+    pub fn enabled(&self, rule: Rule) -> bool {
+        self.settings.rules.contains(rule)
+    }
+
+    /// Whether any rule of this run can report here: false under a "not capturing" guard.
+    pub fn in_captured_code(&self) -> bool {
+        self.safe_depth == 0
+    }
+
+    pub fn report<V: Violation>(&mut self, violation: V, range: TextRange) {
+        if !self.enabled(V::RULE) || !self.in_captured_code() {
+            return;
+        }
+        self.diagnostics.push(RawDiagnostic {
+            rule: V::RULE,
+            range,
+            message: violation.message(),
+            fix: violation.fix_title(),
+            function: self.function.clone(),
+        });
+    }
+
+    pub fn is_tensor(&self, expr: &Expr) -> bool {
+        self.model.is_tensor(expr)
+    }
+
+    pub fn ty(&self, expr: &Expr) -> Ty {
+        self.model.ty(expr)
+    }
+
+    /// Walks a module and returns what the rules found.
+    pub fn run(mut self, module: &'a ast::ModModule) -> Vec<RawDiagnostic> {
+        self.visit_body(&module.body);
+        while let Some(deferred) = self.deferred.pop() {
+            self.visit_function_body(deferred);
+        }
+        self.diagnostics
+    }
+
+    fn visit_function_body(&mut self, deferred: Deferred<'a>) {
+        let function = deferred.function;
+        let self_name = deferred.class.and_then(|_| {
+            let is_static = function.decorator_list.iter().any(|decorator| {
+                matches!(&decorator.expression, Expr::Name(n) if n.id.as_str() == "staticmethod")
+            });
+            (!is_static)
+                .then(|| function.parameters.iter_non_variadic_params().next())
+                .flatten()
+                .map(|p| p.parameter.name.id.as_str())
+        });
+        let saved_function = self.function.replace(deferred.qualname);
+        let saved_safe = self.safe_depth;
+        if deferred.safe {
+            self.safe_depth += 1;
+        }
+        self.model.enter_function(deferred.class, self_name);
+        self.model.bind_parameters(&function.parameters);
+        if let Some(self_name) = self_name {
+            self.model.bind(self_name, Ty::Unknown);
+        }
+        self.visit_body(&function.body);
+        self.model.exit_function();
+        self.safe_depth = saved_safe;
+        self.function = saved_function;
+    }
+
+    fn qualify(&self, name: &str) -> String {
+        match (&self.function, self.classes.last()) {
+            (Some(function), _) => format!("{function}.{name}"),
+            (None, Some(_)) => format!("{}.{name}", self.classes.join(".")),
+            (None, None) => name.to_string(),
+        }
+    }
+
+    /// Scans a class's methods for `self.x = ...` and `register_buffer` to type its attributes.
+    fn collect_class(&mut self, class: &'a ast::StmtClassDef) -> ClassInfo<'a> {
+        let mut info = ClassInfo {
+            bases: class
+                .arguments
+                .as_ref()
+                .map(|arguments| arguments.args.iter().collect())
+                .unwrap_or_default(),
+            ..ClassInfo::default()
+        };
+        let merge = |attributes: &mut rustc_hash::FxHashMap<&'a str, Ty>, name, ty| {
+            attributes
+                .entry(name)
+                .and_modify(|existing: &mut Ty| {
+                    if *existing != ty {
+                        *existing = Ty::Unknown;
+                    }
+                })
+                .or_insert(ty);
+        };
+        for stmt in &class.body {
+            match stmt {
+                Stmt::AnnAssign(assign) => {
+                    if let Expr::Name(name) = &*assign.target {
+                        let ty = self.model.annotation_ty(&assign.annotation);
+                        merge(&mut info.attributes, name.id.as_str(), ty);
+                    }
+                }
+                Stmt::FunctionDef(method) => {
+                    let Some(self_param) = method.parameters.iter_non_variadic_params().next()
+                    else {
+                        continue;
+                    };
+                    let self_name = self_param.parameter.name.id.as_str();
+                    self.model.push_scope(false);
+                    self.model.bind_parameters(&method.parameters);
+                    self.model.bind(self_name, Ty::Unknown);
+                    let mut assignments = Vec::new();
+                    collect_self_assignments(&method.body, self_name, &mut assignments);
+                    for (name, value) in assignments {
+                        let ty = match value {
+                            Some(value) => self.model.ty(value),
+                            None => Ty::Tensor,
+                        };
+                        merge(&mut info.attributes, name, ty);
+                    }
+                    self.model.pop_scope();
+                }
+                _ => {}
+            }
+        }
+        info
+    }
+
+    /// Visits a block; after `if <test>: return`, the rest of the block runs only when `test`
+    /// is false, which may make it safe.
+    fn visit_block(&mut self, body: &'a [Stmt]) {
+        let saved = self.safe_depth;
+        for stmt in body {
+            self.visit_stmt(stmt);
+            if let Stmt::If(if_stmt) = stmt {
+                if if_stmt.elif_else_clauses.is_empty()
+                    && body_always_exits(&if_stmt.body)
+                    && guards::safe_when(&self.model, self.settings, &if_stmt.test, true)
+                {
+                    self.safe_depth += 1;
+                }
+            }
+        }
+        self.safe_depth = saved;
+    }
+
+    fn visit_guarded(&mut self, safe: bool, body: &'a [Stmt]) {
+        if safe {
+            self.safe_depth += 1;
+        }
+        self.visit_block(body);
+        if safe {
+            self.safe_depth -= 1;
+        }
+    }
+
+    fn visit_if(&mut self, if_stmt: &'a ast::StmtIf) {
+        self.visit_expr(&if_stmt.test);
+        rules::sync::truth_test(self, &if_stmt.test);
+        let body_safe = guards::safe_when(&self.model, self.settings, &if_stmt.test, false);
+        self.visit_guarded(body_safe, &if_stmt.body);
+        // Each later clause runs only when every earlier test was false.
+        let mut earlier_false_safe =
+            guards::safe_when(&self.model, self.settings, &if_stmt.test, true);
+        for clause in &if_stmt.elif_else_clauses {
+            let saved = self.safe_depth;
+            self.safe_depth += u32::from(earlier_false_safe);
+            match &clause.test {
+                Some(test) => {
+                    self.visit_expr(test);
+                    rules::sync::truth_test(self, test);
+                    let clause_safe = guards::safe_when(&self.model, self.settings, test, false);
+                    self.visit_guarded(clause_safe, &clause.body);
+                    earlier_false_safe = earlier_false_safe
+                        || guards::safe_when(&self.model, self.settings, test, true);
+                }
+                None => self.visit_block(&clause.body),
+            }
+            self.safe_depth = saved;
+        }
+    }
+}
+
+/// `self.<name> = value` (value `None` for `register_buffer`, which always holds a tensor).
+fn collect_self_assignments<'a>(
+    body: &'a [Stmt],
+    self_name: &str,
+    out: &mut Vec<(&'a str, Option<&'a Expr>)>,
+) {
+    let is_self = |expr: &Expr| matches!(expr, Expr::Name(n) if n.id.as_str() == self_name);
+    for stmt in body {
+        match stmt {
+            Stmt::Assign(assign) => {
+                for target in &assign.targets {
+                    if let Expr::Attribute(attribute) = target {
+                        if is_self(&attribute.value) {
+                            out.push((attribute.attr.id.as_str(), Some(&*assign.value)));
+                        }
+                    }
+                }
+            }
+            Stmt::AnnAssign(ast::StmtAnnAssign {
+                target,
+                value: Some(value),
+                ..
+            }) => {
+                if let Expr::Attribute(attribute) = &**target {
+                    if is_self(&attribute.value) {
+                        out.push((attribute.attr.id.as_str(), Some(&**value)));
+                    }
+                }
+            }
+            Stmt::Expr(ast::StmtExpr { value, .. }) => {
+                if let Expr::Call(call) = &**value {
+                    if let Expr::Attribute(method) = &*call.func {
+                        if method.attr.id.as_str() == "register_buffer" && is_self(&method.value) {
+                            if let Some(Expr::StringLiteral(name)) = call.arguments.args.first() {
+                                if !name.value.is_implicit_concatenated() {
+                                    let name = name.value.to_str();
+                                    out.push((name, None));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            Stmt::If(if_stmt) => {
+                collect_self_assignments(&if_stmt.body, self_name, out);
+                for clause in &if_stmt.elif_else_clauses {
+                    collect_self_assignments(&clause.body, self_name, out);
+                }
+            }
+            Stmt::For(for_stmt) => collect_self_assignments(&for_stmt.body, self_name, out),
+            Stmt::With(with) => collect_self_assignments(&with.body, self_name, out),
+            Stmt::Try(try_stmt) => {
+                collect_self_assignments(&try_stmt.body, self_name, out);
+                collect_self_assignments(&try_stmt.orelse, self_name, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn body_always_exits(body: &[Stmt]) -> bool {
+    matches!(
+        body.last(),
+        Some(Stmt::Return(_) | Stmt::Raise(_) | Stmt::Continue(_) | Stmt::Break(_))
+    )
+}
+
+impl<'a> Visitor<'a> for Checker<'a> {
+    fn visit_body(&mut self, body: &'a [Stmt]) {
+        self.visit_block(body);
+    }
+
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        match stmt {
+            Stmt::Import(_) | Stmt::ImportFrom(_) => self.model.bind_import(stmt),
+            Stmt::FunctionDef(function) => {
+                for decorator in &function.decorator_list {
+                    self.visit_expr(&decorator.expression);
+                }
+                let name = function.name.id.as_str();
+                self.model.bind(name, Ty::Host);
+                let deferred = Deferred {
+                    function,
+                    class: self.classes.last().copied().filter(|_| self.function.is_none()),
+                    qualname: self.qualify(name),
+                    safe: !self.in_captured_code(),
+                };
+                if self.function.is_some() {
+                    self.visit_function_body(deferred);
+                } else {
+                    self.deferred.push(deferred);
+                }
+            }
+            Stmt::ClassDef(class) => {
+                for decorator in &class.decorator_list {
+                    self.visit_expr(&decorator.expression);
+                }
+                if let Some(arguments) = &class.arguments {
+                    self.visit_arguments(arguments);
+                }
+                let name = class.name.id.as_str();
+                let info = self.collect_class(class);
+                self.model.define_class(name, info);
+                self.model.bind(name, Ty::Host);
+                self.classes.push(name);
+                self.model.push_scope(true);
+                self.visit_block(&class.body);
+                self.model.pop_scope();
+                self.classes.pop();
+            }
+            Stmt::If(if_stmt) => self.visit_if(if_stmt),
+            Stmt::While(while_stmt) => {
+                self.visit_expr(&while_stmt.test);
+                rules::sync::truth_test(self, &while_stmt.test);
+                self.visit_block(&while_stmt.body);
+                self.visit_block(&while_stmt.orelse);
+            }
+            Stmt::Assert(assert) => {
+                self.visit_expr(&assert.test);
+                rules::sync::truth_test(self, &assert.test);
+                if let Some(msg) = &assert.msg {
+                    self.visit_expr(msg);
+                }
+            }
+            Stmt::Assign(assign) => {
+                self.visit_expr(&assign.value);
+                for target in &assign.targets {
+                    self.visit_expr(target);
+                    self.model.bind_assignment(target, &assign.value);
+                }
+            }
+            Stmt::AnnAssign(assign) => {
+                if let Some(value) = &assign.value {
+                    self.visit_expr(value);
+                }
+                self.visit_expr(&assign.target);
+                let ty = match &assign.value {
+                    Some(value) => match self.model.ty(value) {
+                        Ty::Unknown => self.model.annotation_ty(&assign.annotation),
+                        ty => ty,
+                    },
+                    None => self.model.annotation_ty(&assign.annotation),
+                };
+                self.model.bind_target(&assign.target, ty);
+            }
+            Stmt::AugAssign(assign) => {
+                self.visit_expr(&assign.value);
+                self.visit_expr(&assign.target);
+                if self.model.is_tensor(&assign.value) {
+                    self.model.bind_target(&assign.target, Ty::Tensor);
+                }
+            }
+            Stmt::For(for_stmt) => {
+                self.visit_expr(&for_stmt.iter);
+                let element = match self.model.ty(&for_stmt.iter) {
+                    Ty::TensorSeq | Ty::Tensor => Ty::Tensor,
+                    _ => Ty::Unknown,
+                };
+                self.model.bind_target(&for_stmt.target, element);
+                self.visit_expr(&for_stmt.target);
+                self.visit_block(&for_stmt.body);
+                self.visit_block(&for_stmt.orelse);
+            }
+            Stmt::With(with) => {
+                for item in &with.items {
+                    self.visit_expr(&item.context_expr);
+                    if let Some(vars) = &item.optional_vars {
+                        let ty = match self.model.ty(&item.context_expr) {
+                            ty @ (Ty::Stream | Ty::Event) => ty,
+                            _ => Ty::Unknown,
+                        };
+                        self.model.bind_target(vars, ty);
+                    }
+                }
+                self.visit_block(&with.body);
+            }
+            _ => visitor::walk_stmt(self, stmt),
+        }
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        match expr {
+            Expr::Lambda(_) => {
+                // Lambda parameters shadow outer names; their bodies are rarely where syncs hide.
+                self.model.push_scope(false);
+                visitor::walk_expr(self, expr);
+                self.model.pop_scope();
+                return;
+            }
+            Expr::Named(named) => {
+                self.visit_expr(&named.value);
+                self.model.bind_target(&named.target, self.model.ty(&named.value));
+                return;
+            }
+            Expr::ListComp(_) | Expr::SetComp(_) | Expr::DictComp(_) | Expr::Generator(_) => {
+                self.model.push_scope(false);
+                visitor::walk_expr(self, expr);
+                self.model.pop_scope();
+                rules::sync::expression(self, expr);
+                return;
+            }
+            Expr::If(if_expr) => {
+                self.visit_expr(&if_expr.test);
+                let body_safe = guards::safe_when(&self.model, self.settings, &if_expr.test, false);
+                let else_safe = guards::safe_when(&self.model, self.settings, &if_expr.test, true);
+                self.safe_depth += u32::from(body_safe);
+                self.visit_expr(&if_expr.body);
+                self.safe_depth -= u32::from(body_safe);
+                self.safe_depth += u32::from(else_safe);
+                self.visit_expr(&if_expr.orelse);
+                self.safe_depth -= u32::from(else_safe);
+                rules::sync::expression(self, expr);
+                return;
+            }
+            _ => {}
+        }
+        visitor::walk_expr(self, expr);
+        rules::sync::expression(self, expr);
+    }
+
+    fn visit_comprehension(&mut self, comprehension: &'a ast::Comprehension) {
+        self.visit_expr(&comprehension.iter);
+        let element = match self.model.ty(&comprehension.iter) {
+            Ty::TensorSeq | Ty::Tensor => Ty::Tensor,
+            _ => Ty::Unknown,
+        };
+        self.model.bind_target(&comprehension.target, element);
+        for condition in &comprehension.ifs {
+            self.visit_expr(condition);
+            rules::sync::truth_test(self, condition);
+        }
+    }
+}
+
+/// Convenience for rules: the range of any node.
+pub fn range_of<T: Ranged>(node: &T) -> TextRange {
+    node.range()
+}

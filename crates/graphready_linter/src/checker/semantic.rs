@@ -1,0 +1,570 @@
+//! The semantic model of one module: imports resolved to qualified names, scopes and bindings,
+//! class attributes, and a light, flow-ordered tensor inference.
+//!
+//! The inference answers one question — "is this expression a tensor?" — with three honest
+//! answers: yes, no, or unknown. Rules report only on "yes"; "unknown" keeps graphready silent.
+
+use crate::tensor_api::{self, Returns};
+use ruff_python_ast::{self as ast, Expr, Parameters, Stmt};
+use rustc_hash::FxHashMap;
+
+/// What the inference knows about a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ty {
+    #[default]
+    Unknown,
+    /// A tensor that may live on the GPU: reading its value on the host syncs.
+    Tensor,
+    /// A tensor known to live in host memory (`.cpu()`, factories without `device=`).
+    CpuTensor,
+    /// A tuple or list whose elements are tensors.
+    TensorSeq,
+    /// Certainly not a tensor: numbers, strings, containers, `None`, NumPy values, shapes.
+    Host,
+    /// An `nn.Module` instance: calling it returns a tensor.
+    Module,
+    Stream,
+    Event,
+}
+
+impl From<Returns> for Ty {
+    fn from(returns: Returns) -> Self {
+        match returns {
+            Returns::Tensor => Ty::Tensor,
+            Returns::TensorSeq => Ty::TensorSeq,
+            Returns::Host => Ty::Host,
+            Returns::Module => Ty::Module,
+            Returns::Stream => Ty::Stream,
+            Returns::Event => Ty::Event,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Binding {
+    /// An imported module or member, by qualified name.
+    Import(String),
+    Value(Ty),
+}
+
+#[derive(Debug, Default)]
+struct Scope<'a> {
+    is_class: bool,
+    bindings: FxHashMap<&'a str, Binding>,
+}
+
+/// What is known about a class defined in this module.
+#[derive(Debug, Default)]
+pub struct ClassInfo<'a> {
+    pub bases: Vec<&'a Expr>,
+    pub attributes: FxHashMap<&'a str, Ty>,
+}
+
+/// The semantic model, updated as the checker walks the module in source order.
+pub struct SemanticModel<'a> {
+    scopes: Vec<Scope<'a>>,
+    /// The dotted name of this module's package, for relative imports (`None`: unknown).
+    package: Option<String>,
+    classes: FxHashMap<&'a str, ClassInfo<'a>>,
+    /// The class whose method is being visited, and that method's `self` parameter name.
+    method_context: Vec<(Option<&'a str>, Option<&'a str>)>,
+}
+
+impl<'a> SemanticModel<'a> {
+    pub fn new(module: Option<&str>, is_package: bool) -> Self {
+        let package = module.map(|module| {
+            if is_package {
+                module.to_string()
+            } else {
+                module.rsplit_once('.').map_or("", |(parent, _)| parent).to_string()
+            }
+        });
+        SemanticModel {
+            scopes: vec![Scope::default()],
+            package,
+            classes: FxHashMap::default(),
+            method_context: Vec::new(),
+        }
+    }
+
+    pub fn push_scope(&mut self, is_class: bool) {
+        self.scopes.push(Scope {
+            is_class,
+            bindings: FxHashMap::default(),
+        });
+    }
+
+    pub fn pop_scope(&mut self) {
+        if self.scopes.len() > 1 {
+            self.scopes.pop();
+        }
+    }
+
+    pub fn enter_function(&mut self, class: Option<&'a str>, self_name: Option<&'a str>) {
+        self.method_context.push((class, self_name));
+        self.push_scope(false);
+    }
+
+    pub fn exit_function(&mut self) {
+        self.method_context.pop();
+        self.pop_scope();
+    }
+
+    fn current(&mut self) -> &mut Scope<'a> {
+        self.scopes.last_mut().expect("the module scope is never popped")
+    }
+
+    pub fn bind(&mut self, name: &'a str, ty: Ty) {
+        self.current().bindings.insert(name, Binding::Value(ty));
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Binding> {
+        let innermost = self.scopes.len() - 1;
+        self.scopes
+            .iter()
+            .enumerate()
+            .rev()
+            // Class bodies are not visible from the functions nested in them.
+            .filter(|(index, scope)| *index == innermost || !scope.is_class)
+            .find_map(|(_, scope)| scope.bindings.get(name))
+    }
+
+    /// Records `import ...` / `from ... import ...`.
+    pub fn bind_import(&mut self, stmt: &'a Stmt) {
+        match stmt {
+            Stmt::Import(ast::StmtImport { names, .. }) => {
+                for alias in names {
+                    let qualified = alias.name.id.as_str();
+                    match &alias.asname {
+                        Some(asname) => {
+                            let binding = Binding::Import(qualified.to_string());
+                            self.current().bindings.insert(asname.id.as_str(), binding);
+                        }
+                        None => {
+                            // `import torch.cuda` binds `torch`.
+                            let head = qualified.split('.').next().unwrap_or(qualified);
+                            let binding = Binding::Import(head.to_string());
+                            let name = &alias.name.id.as_str()[..head.len()];
+                            self.current().bindings.insert(name, binding);
+                        }
+                    }
+                }
+            }
+            Stmt::ImportFrom(ast::StmtImportFrom {
+                module,
+                names,
+                level,
+                ..
+            }) => {
+                let base = self.resolve_module(module.as_ref().map(|m| m.id.as_str()), *level);
+                for alias in names {
+                    if alias.name.id.as_str() == "*" {
+                        continue;
+                    }
+                    let bound = alias.asname.as_ref().unwrap_or(&alias.name).id.as_str();
+                    let qualified = match &base {
+                        Some(base) if !base.is_empty() => format!("{base}.{}", alias.name.id),
+                        _ => alias.name.id.to_string(),
+                    };
+                    self.current()
+                        .bindings
+                        .insert(bound, Binding::Import(qualified));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The absolute module of `from <dots><module> import`, or a dotted best effort when the
+    /// package is unknown.
+    fn resolve_module(&self, module: Option<&str>, level: u32) -> Option<String> {
+        if level == 0 {
+            return module.map(str::to_string);
+        }
+        let package = self.package.as_deref()?;
+        let mut parts: Vec<&str> = if package.is_empty() {
+            Vec::new()
+        } else {
+            package.split('.').collect()
+        };
+        for _ in 1..level {
+            parts.pop()?;
+        }
+        if let Some(module) = module {
+            parts.push(module);
+        }
+        Some(parts.join("."))
+    }
+
+    /// The qualified name an expression refers to through imports: `T.cuda.synchronize` with
+    /// `import torch as T` is `torch.cuda.synchronize`. `None` for anything not rooted in an import.
+    pub fn qualified_name(&self, expr: &Expr) -> Option<String> {
+        match expr {
+            Expr::Name(name) => match self.lookup(name.id.as_str())? {
+                Binding::Import(qualified) => Some(qualified.clone()),
+                Binding::Value(_) => None,
+            },
+            Expr::Attribute(attribute) => {
+                let mut base = self.qualified_name(&attribute.value)?;
+                base.push('.');
+                base.push_str(attribute.attr.id.as_str());
+                Some(base)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `expr` names a qualified name exactly.
+    pub fn is(&self, expr: &Expr, qualified: &str) -> bool {
+        self.qualified_name(expr).as_deref() == Some(qualified)
+    }
+
+    pub fn define_class(&mut self, name: &'a str, info: ClassInfo<'a>) {
+        self.classes.insert(name, info);
+    }
+
+    fn class_attribute(&self, class: &str, attribute: &str, depth: u8) -> Option<Ty> {
+        let info = self.classes.get(class)?;
+        if let Some(ty) = info.attributes.get(attribute) {
+            return Some(*ty);
+        }
+        if depth == 0 {
+            return None;
+        }
+        info.bases.iter().find_map(|base| match base {
+            Expr::Name(name) => self.class_attribute(name.id.as_str(), attribute, depth - 1),
+            _ => None,
+        })
+    }
+
+    /// The type of a parameter's annotation.
+    pub fn annotation_ty(&self, annotation: &Expr) -> Ty {
+        match annotation {
+            Expr::StringLiteral(literal) => {
+                let text = literal.value.to_str();
+                match text {
+                    "torch.Tensor" | "Tensor" | "torch.nn.Parameter" | "nn.Parameter" => {
+                        Ty::Tensor
+                    }
+                    _ => Ty::Unknown,
+                }
+            }
+            Expr::Subscript(subscript) => {
+                let container = self.qualified_name(&subscript.value);
+                let container = container.as_deref().unwrap_or("");
+                let holds_tensors = match &*subscript.slice {
+                    Expr::Tuple(tuple) => tuple
+                        .elts
+                        .iter()
+                        .any(|element| self.annotation_ty(element) == Ty::Tensor),
+                    element => self.annotation_ty(element) == Ty::Tensor,
+                };
+                let sequence = matches!(
+                    container,
+                    "typing.List" | "typing.Tuple" | "typing.Sequence" | "list" | "tuple"
+                ) || matches!(&*subscript.value, Expr::Name(n) if matches!(n.id.as_str(), "list" | "tuple"));
+                if sequence && holds_tensors {
+                    Ty::TensorSeq
+                } else {
+                    Ty::Unknown
+                }
+            }
+            Expr::Name(name) if matches!(name.id.as_str(), "int" | "float" | "bool" | "str") => {
+                Ty::Host
+            }
+            _ => match self.qualified_name(annotation).as_deref() {
+                Some("torch.Tensor" | "torch.nn.Parameter" | "torch.nn.parameter.Parameter") => {
+                    Ty::Tensor
+                }
+                Some("torch.cuda.Stream" | "torch.Stream") => Ty::Stream,
+                Some("torch.cuda.Event" | "torch.Event") => Ty::Event,
+                _ => Ty::Unknown,
+            },
+        }
+    }
+
+    /// Binds a function's parameters from their annotations.
+    pub fn bind_parameters(&mut self, parameters: &'a Parameters) {
+        for parameter in parameters.iter_non_variadic_params() {
+            let ty = parameter
+                .parameter
+                .annotation()
+                .map_or(Ty::Unknown, |annotation| self.annotation_ty(annotation));
+            self.bind(parameter.parameter.name.id.as_str(), ty);
+        }
+        if let Some(vararg) = &parameters.vararg {
+            self.bind(vararg.name.id.as_str(), Ty::Unknown);
+        }
+        if let Some(kwarg) = &parameters.kwarg {
+            self.bind(kwarg.name.id.as_str(), Ty::Host);
+        }
+    }
+
+    /// Binds the names of an assignment target to the type of the assigned value.
+    pub fn bind_target(&mut self, target: &'a Expr, ty: Ty) {
+        match target {
+            Expr::Name(name) => self.bind(name.id.as_str(), ty),
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                let element = if ty == Ty::TensorSeq {
+                    Ty::Tensor
+                } else {
+                    Ty::Unknown
+                };
+                for elt in elts {
+                    self.bind_target(elt, element);
+                }
+            }
+            Expr::Starred(starred) => self.bind_target(&starred.value, Ty::Unknown),
+            _ => {}
+        }
+    }
+
+    /// Binds tuple targets element-wise when the value is a literal tuple of the same length.
+    pub fn bind_assignment(&mut self, target: &'a Expr, value: &Expr) {
+        if let (Expr::Tuple(targets), Expr::Tuple(values)) = (target, value) {
+            if targets.elts.len() == values.elts.len() {
+                for (target, value) in targets.elts.iter().zip(&values.elts) {
+                    let ty = self.ty(value);
+                    self.bind_target(target, ty);
+                }
+                return;
+            }
+        }
+        let ty = self.ty(value);
+        self.bind_target(target, ty);
+    }
+
+    fn self_class(&self) -> Option<(&'a str, &'a str)> {
+        match self.method_context.last() {
+            Some((Some(class), Some(self_name))) => Some((class, self_name)),
+            _ => None,
+        }
+    }
+
+    /// Whether the expression is a tensor, as far as the model knows.
+    pub fn is_tensor(&self, expr: &Expr) -> bool {
+        self.ty(expr) == Ty::Tensor
+    }
+
+    /// The inferred type of an expression.
+    pub fn ty(&self, expr: &Expr) -> Ty {
+        match expr {
+            Expr::Name(name) => match self.lookup(name.id.as_str()) {
+                Some(Binding::Value(ty)) => *ty,
+                Some(Binding::Import(_)) | None => Ty::Unknown,
+            },
+            Expr::Attribute(attribute) => self.attribute_ty(attribute),
+            Expr::Call(call) => self.call_ty(call),
+            Expr::BinOp(binop) => {
+                let (left, right) = (self.ty(&binop.left), self.ty(&binop.right));
+                combine(left, right)
+            }
+            Expr::UnaryOp(unary) => match unary.op {
+                ast::UnaryOp::Not => Ty::Host,
+                _ => self.ty(&unary.operand),
+            },
+            Expr::Compare(compare) => {
+                if compare.ops.iter().any(|op| {
+                    matches!(
+                        op,
+                        ast::CmpOp::Is | ast::CmpOp::IsNot | ast::CmpOp::In | ast::CmpOp::NotIn
+                    )
+                }) {
+                    return Ty::Host;
+                }
+                compare
+                    .comparators
+                    .iter()
+                    .fold(self.ty(&compare.left), |ty, operand| combine(ty, self.ty(operand)))
+            }
+            Expr::Subscript(subscript) => match self.ty(&subscript.value) {
+                Ty::Tensor | Ty::TensorSeq => Ty::Tensor,
+                Ty::CpuTensor => Ty::CpuTensor,
+                _ => Ty::Unknown,
+            },
+            Expr::Named(named) => self.ty(&named.value),
+            Expr::If(if_expr) => {
+                let (body, orelse) = (self.ty(&if_expr.body), self.ty(&if_expr.orelse));
+                if body == orelse {
+                    body
+                } else {
+                    Ty::Unknown
+                }
+            }
+            Expr::Tuple(tuple) if !tuple.elts.is_empty() => {
+                if tuple.elts.iter().all(|elt| self.ty(elt) == Ty::Tensor) {
+                    Ty::TensorSeq
+                } else {
+                    Ty::Host
+                }
+            }
+            Expr::NumberLiteral(_)
+            | Expr::StringLiteral(_)
+            | Expr::BytesLiteral(_)
+            | Expr::BooleanLiteral(_)
+            | Expr::NoneLiteral(_)
+            | Expr::EllipsisLiteral(_)
+            | Expr::FString(_)
+            | Expr::Tuple(_)
+            | Expr::List(_)
+            | Expr::ListComp(_)
+            | Expr::Dict(_)
+            | Expr::DictComp(_)
+            | Expr::Set(_)
+            | Expr::SetComp(_)
+            | Expr::Lambda(_)
+            | Expr::Generator(_) => Ty::Host,
+            _ => Ty::Unknown,
+        }
+    }
+
+    fn attribute_ty(&self, attribute: &ast::ExprAttribute) -> Ty {
+        let attr = attribute.attr.id.as_str();
+        if let Expr::Name(receiver) = &*attribute.value {
+            if let Some((class, self_name)) = self.self_class() {
+                if receiver.id.as_str() == self_name {
+                    return self.class_attribute(class, attr, 4).unwrap_or_default();
+                }
+            }
+        }
+        match self.ty(&attribute.value) {
+            Ty::Tensor => tensor_api::tensor_attribute(attr).map_or(Ty::Unknown, Ty::from),
+            Ty::CpuTensor => match tensor_api::tensor_attribute(attr) {
+                Some(Returns::Tensor) => Ty::CpuTensor,
+                other => other.map_or(Ty::Unknown, Ty::from),
+            },
+            Ty::Unknown if self.qualified_name(&attribute.value).is_none() => {
+                // Host metadata whatever the receiver is.
+                match attr {
+                    "shape" | "dtype" | "device" | "ndim" | "is_cuda" => Ty::Host,
+                    _ => Ty::Unknown,
+                }
+            }
+            _ => Ty::Unknown,
+        }
+    }
+
+    fn call_ty(&self, call: &ast::ExprCall) -> Ty {
+        let has_dim = call.arguments.args.len() > 1
+            || call
+                .arguments
+                .keywords
+                .iter()
+                .any(|keyword| keyword.arg.as_ref().is_some_and(|arg| arg.id.as_str() == "dim"));
+        if let Some(qualified) = self.qualified_name(&call.func) {
+            let ty = tensor_api::torch_function_result(&qualified, has_dim)
+                .map_or(Ty::Unknown, Ty::from);
+            if ty == Ty::Tensor
+                && tensor_api::is_host_factory(&qualified)
+                && keyword(call, "device").is_none()
+            {
+                return Ty::CpuTensor;
+            }
+            return ty;
+        }
+        match &*call.func {
+            Expr::Name(name) => match name.id.as_str() {
+                "int" | "float" | "bool" | "str" | "len" | "repr" | "list" | "tuple" | "dict"
+                | "set" | "range" | "sum" | "abs" | "round" | "isinstance" | "hasattr"
+                | "getattr" | "id" | "hash" | "sorted" | "enumerate" | "zip" => {
+                    // `sum`/`abs`/`getattr` of a tensor return tensors; be careful.
+                    match name.id.as_str() {
+                        "sum" | "abs" | "getattr" => Ty::Unknown,
+                        _ => Ty::Host,
+                    }
+                }
+                other => match self.lookup(other) {
+                    Some(Binding::Value(Ty::Module)) => Ty::Tensor,
+                    _ => Ty::Unknown,
+                },
+            },
+            Expr::Attribute(attribute) => {
+                let method = attribute.attr.id.as_str();
+                let receiver = self.ty(&attribute.value);
+                match method {
+                    "cpu" | "pin_memory" if matches!(receiver, Ty::Tensor | Ty::CpuTensor | Ty::Unknown) => {
+                        return Ty::CpuTensor
+                    }
+                    "to" if matches!(receiver, Ty::Tensor | Ty::CpuTensor) || is_cpu_move(call) => {
+                        return if is_cpu_move(call) { Ty::CpuTensor } else { Ty::Tensor };
+                    }
+                    "cuda" if receiver != Ty::Module => return Ty::Tensor,
+                    _ => {}
+                }
+                match receiver {
+                    Ty::CpuTensor => match tensor_api::tensor_method_result(
+                        method,
+                        has_dim_for_method(call),
+                        call.arguments.args.len(),
+                    ) {
+                        Some(Returns::Tensor) => Ty::CpuTensor,
+                        other => other.map_or(Ty::Unknown, Ty::from),
+                    },
+                    Ty::Tensor => tensor_api::tensor_method_result(
+                        method,
+                        has_dim_for_method(call),
+                        call.arguments.args.len(),
+                    )
+                    .map_or(Ty::Unknown, Ty::from),
+                    Ty::Unknown if tensor_api::is_tensor_only_method(method) => Ty::Tensor,
+                    _ => Ty::Unknown,
+                }
+            }
+            other => match self.ty(other) {
+                Ty::Module => Ty::Tensor,
+                _ => Ty::Unknown,
+            },
+        }
+    }
+}
+
+/// The type of a binary operation's result.
+fn combine(left: Ty, right: Ty) -> Ty {
+    match (left, right) {
+        (Ty::Tensor, _) | (_, Ty::Tensor) => Ty::Tensor,
+        (Ty::CpuTensor, Ty::CpuTensor | Ty::Host) | (Ty::Host, Ty::CpuTensor) => Ty::CpuTensor,
+        (Ty::Host, Ty::Host) => Ty::Host,
+        _ => Ty::Unknown,
+    }
+}
+
+/// A keyword argument by name.
+pub fn keyword<'e>(call: &'e ast::ExprCall, name: &str) -> Option<&'e Expr> {
+    call.arguments
+        .keywords
+        .iter()
+        .find(|keyword| keyword.arg.as_ref().is_some_and(|arg| arg.id.as_str() == name))
+        .map(|keyword| &keyword.value)
+}
+
+/// Whether a device expression names the host: `"cpu"`, `"cpu:0"`, `torch.device("cpu")`.
+pub fn is_cpu_device(expr: &Expr) -> bool {
+    match expr {
+        Expr::StringLiteral(literal) => {
+            let text = literal.value.to_str();
+            text == "cpu" || text.starts_with("cpu:")
+        }
+        Expr::Call(call) => {
+            matches!(&*call.func, Expr::Attribute(a) if a.attr.id.as_str() == "device")
+                && call.arguments.args.first().is_some_and(is_cpu_device)
+        }
+        _ => false,
+    }
+}
+
+/// `.to("cpu")`, `.to(device="cpu")`, `.to(torch.device("cpu"))`.
+pub fn is_cpu_move(call: &ast::ExprCall) -> bool {
+    call.arguments.args.first().is_some_and(is_cpu_device)
+        || keyword(call, "device").is_some_and(is_cpu_device)
+}
+
+/// `t.max(0)` / `t.max(dim=0)` return tuples; `t.max()` and `t.max(other)` do not (the latter is
+/// the element-wise maximum, a tensor). A positional integer literal counts as a dimension.
+fn has_dim_for_method(call: &ast::ExprCall) -> bool {
+    call.arguments.keywords.iter().any(|keyword| {
+        keyword
+            .arg
+            .as_ref()
+            .is_some_and(|arg| arg.id.as_str() == "dim")
+    }) || matches!(call.arguments.args.first(), Some(Expr::NumberLiteral(_) | Expr::UnaryOp(_)))
+}

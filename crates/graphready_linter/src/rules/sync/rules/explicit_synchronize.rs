@@ -1,0 +1,98 @@
+use crate::checker::semantic::Ty;
+use crate::checker::Checker;
+use crate::declare_violation;
+use crate::registry::Rule;
+use crate::rules::method_call;
+use crate::violation::Violation;
+use ruff_python_ast::{self as ast, Expr};
+use ruff_text_size::Ranged;
+
+declare_violation! {
+    /// ## What it does
+    /// Checks for explicit host waits on the GPU: `torch.cuda.synchronize()`,
+    /// `Stream.synchronize()`, `Event.synchronize()`, `Stream.query()` and `Event.query()`.
+    ///
+    /// ## Why is this bad?
+    /// Each one blocks the host until queued GPU work finishes (or asks whether it has). During
+    /// CUDA graph capture, synchronising a capturing stream is illegal and invalidates the
+    /// capture; in a step that runs every iteration it serialises host and device. PyTorch's
+    /// sync-debug mode does not even warn about `torch.cuda.synchronize()`.
+    ///
+    /// ## Example
+    /// ```python
+    /// torch.cuda.synchronize()
+    /// start = time.perf_counter()
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// # order work with events and stream waits, which the graph can record
+    /// side_stream.wait_stream(torch.cuda.current_stream())
+    /// ```
+    ///
+    /// ## Known problems
+    /// `.synchronize()` with no arguments is reported on any receiver not known to be something
+    /// else, since in PyTorch code it is almost always a CUDA stream, event or device.
+    /// `.query()` is reported only on values known to be streams or events.
+    pub struct ExplicitSynchronize {
+        call: String,
+    }
+}
+
+impl Violation for ExplicitSynchronize {
+    const RULE: Rule = Rule::ExplicitSynchronize;
+
+    fn message(&self) -> String {
+        format!("`{}` blocks the host until the GPU catches up", self.call)
+    }
+
+    fn fix_title(&self) -> Option<String> {
+        Some("Order work on the device with `wait_stream`/`wait_event`, or move the wait out of the captured step".to_string())
+    }
+}
+
+/// Whether an expression is a stream or an event: a typed value or a call such as
+/// `torch.cuda.current_stream()`.
+fn is_stream_or_event(checker: &Checker, expr: &Expr) -> bool {
+    matches!(checker.ty(expr), Ty::Stream | Ty::Event)
+}
+
+/// GR107
+pub fn explicit_synchronize(checker: &mut Checker, call: &ast::ExprCall) {
+    if let Some(qualified) = checker.model.qualified_name(&call.func) {
+        if matches!(
+            qualified.as_str(),
+            "torch.cuda.synchronize" | "torch.accelerator.synchronize" | "torch.xpu.synchronize"
+        ) {
+            checker.report(
+                ExplicitSynchronize {
+                    call: format!("{qualified}()"),
+                },
+                call.range(),
+            );
+        }
+        return;
+    }
+    let Some((method, receiver)) = method_call(call) else {
+        return;
+    };
+    if !call.arguments.is_empty() {
+        return;
+    }
+    let reported = match method {
+        "synchronize" => {
+            is_stream_or_event(checker, receiver)
+                || matches!(checker.ty(receiver), Ty::Unknown)
+        }
+        "query" => is_stream_or_event(checker, receiver),
+        _ => false,
+    };
+    if reported {
+        checker.report(
+            ExplicitSynchronize {
+                call: format!(".{method}()"),
+            },
+            call.range(),
+        );
+    }
+}

@@ -1,0 +1,70 @@
+use crate::checker::semantic::{is_cpu_move, Ty};
+use crate::checker::Checker;
+use crate::declare_violation;
+use crate::registry::Rule;
+use crate::rules::{host_named, method_call};
+use crate::violation::Violation;
+use ruff_python_ast::{self as ast};
+use ruff_text_size::Ranged;
+
+declare_violation! {
+    /// ## What it does
+    /// Checks for copies of a device tensor to host memory: `.cpu()`, `.numpy()`, `.to("cpu")`,
+    /// `.to(device="cpu")` and `.to(torch.device("cpu"))`.
+    ///
+    /// ## Why is this bad?
+    /// A device→host copy into pageable memory waits for the stream to drain. Inside a CUDA graph
+    /// capture the copy cannot be recorded and the capture fails; outside it, every step stalls
+    /// until the GPU catches up.
+    ///
+    /// ## Example
+    /// ```python
+    /// lengths = seq_lens.cpu()
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// # keep seq_lens on the device; if the host really needs it, copy it once outside the step
+    /// # into a pinned buffer with non_blocking=True and read it after an event
+    /// ```
+    ///
+    /// ## Known problems
+    /// `.numpy()` on a tensor already moved to the host is not reported again, and neither are
+    /// receivers named like host mirrors (`*_np`, `*_cpu`).
+    pub struct HostTransfer {
+        call: String,
+    }
+}
+
+impl Violation for HostTransfer {
+    const RULE: Rule = Rule::HostTransfer;
+
+    fn message(&self) -> String {
+        format!("`{}` copies a device tensor to host memory and synchronises the stream", self.call)
+    }
+
+    fn fix_title(&self) -> Option<String> {
+        Some("Keep the tensor on the device, or move the copy out of the captured step".to_string())
+    }
+}
+
+/// GR103
+pub fn host_transfer(checker: &mut Checker, call: &ast::ExprCall) {
+    let Some((method, receiver)) = method_call(call) else {
+        return;
+    };
+    let shown = match method {
+        "cpu" | "numpy" if call.arguments.args.is_empty() => format!(".{method}()"),
+        "to" if is_cpu_move(call) => ".to(\"cpu\")".to_string(),
+        _ => return,
+    };
+    if checker.model.qualified_name(receiver).is_some() {
+        return;
+    }
+    match checker.ty(receiver) {
+        Ty::Tensor => {}
+        Ty::Unknown if !host_named(receiver) => {}
+        _ => return,
+    }
+    checker.report(HostTransfer { call: shown }, call.range());
+}

@@ -1,0 +1,9 @@
+pub mod device_scalar_as_size;
+pub mod explicit_synchronize;
+pub mod host_transfer;
+pub mod item_call;
+pub mod tensor_comparison_on_host;
+pub mod tensor_formatting;
+pub mod tensor_to_python_scalar;
+pub mod tensor_truthiness;
+pub mod tolist_call;

@@ -1,0 +1,83 @@
+use crate::checker::semantic::Ty;
+use crate::checker::Checker;
+use crate::declare_violation;
+use crate::registry::Rule;
+use crate::rules::method_call;
+use crate::violation::Violation;
+use ruff_python_ast::{self as ast};
+use ruff_text_size::Ranged;
+
+declare_violation! {
+    /// ## What it does
+    /// Checks for comparisons that return a Python `bool` computed from tensor values:
+    /// `torch.equal`, `torch.allclose`, `torch.is_nonzero`, `Tensor.equal` and `Tensor.allclose`.
+    ///
+    /// ## Why is this bad?
+    /// The answer is a host `bool`, so the device values are read on the host and the stream is
+    /// synchronised — illegal inside a CUDA graph capture, and a stall every step outside it.
+    ///
+    /// ## Example
+    /// ```python
+    /// if torch.equal(positions, cached_positions):
+    ///     return cached
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// same = (positions == cached_positions).all()  # a device bool
+    /// out = torch.where(same, cached, fresh)
+    /// ```
+    ///
+    /// ## Known problems
+    /// Calls whose every tensor argument is known to live on the host are not reported.
+    pub struct TensorComparisonOnHost {
+        call: String,
+    }
+}
+
+impl Violation for TensorComparisonOnHost {
+    const RULE: Rule = Rule::TensorComparisonOnHost;
+
+    fn message(&self) -> String {
+        format!(
+            "`{}` returns a host `bool` from device values and synchronises the stream",
+            self.call
+        )
+    }
+
+    fn fix_title(&self) -> Option<String> {
+        Some("Compare on the device (`(a == b).all()`, `torch.isclose`) and use the result with `torch.where`".to_string())
+    }
+}
+
+/// GR106
+pub fn tensor_comparison_on_host(checker: &mut Checker, call: &ast::ExprCall) {
+    if let Some(qualified) = checker.model.qualified_name(&call.func) {
+        let name = match qualified.as_str() {
+            "torch.equal" => "torch.equal",
+            "torch.allclose" => "torch.allclose",
+            "torch.is_nonzero" => "torch.is_nonzero",
+            _ => return,
+        };
+        let all_host = call
+            .arguments
+            .args
+            .iter()
+            .all(|argument| matches!(checker.ty(argument), Ty::CpuTensor | Ty::Host));
+        if !all_host {
+            checker.report(TensorComparisonOnHost { call: name.to_string() }, call.range());
+        }
+        return;
+    }
+    let Some((method @ ("equal" | "allclose"), receiver)) = method_call(call) else {
+        return;
+    };
+    if checker.is_tensor(receiver) {
+        checker.report(
+            TensorComparisonOnHost {
+                call: format!("Tensor.{method}"),
+            },
+            call.range(),
+        );
+    }
+}

@@ -1,0 +1,66 @@
+use crate::checker::Checker;
+use crate::declare_violation;
+use crate::registry::Rule;
+use crate::rules::builtin_call;
+use crate::violation::Violation;
+use ruff_python_ast::{self as ast};
+use ruff_text_size::Ranged;
+
+declare_violation! {
+    /// ## What it does
+    /// Checks for `int(t)`, `float(t)` and `complex(t)` of a device tensor.
+    ///
+    /// ## Why is this bad?
+    /// Converting a tensor to a Python number is `.item()` in disguise: the value is copied to the
+    /// host and the stream synchronised. Inside a CUDA graph capture this fails; outside it, the
+    /// step stalls, and the host number is frozen into whatever it feeds.
+    ///
+    /// ## Example
+    /// ```python
+    /// n = int(num_tokens)
+    /// out = x[:n]
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// # keep the bound on the device and mask instead of slicing
+    /// valid = torch.arange(x.size(0), device=x.device) < num_tokens
+    /// out = x * valid[:, None]
+    /// ```
+    pub struct TensorToPythonScalar {
+        builtin: String,
+    }
+}
+
+impl Violation for TensorToPythonScalar {
+    const RULE: Rule = Rule::TensorToPythonScalar;
+
+    fn message(&self) -> String {
+        format!(
+            "`{}()` of a device tensor copies its value to the host and synchronises the stream",
+            self.builtin
+        )
+    }
+
+    fn fix_title(&self) -> Option<String> {
+        Some("Keep the value on the device as a 0-d tensor".to_string())
+    }
+}
+
+/// GR105
+pub fn tensor_to_python_scalar(checker: &mut Checker, call: &ast::ExprCall) {
+    let Some(builtin @ ("int" | "float" | "complex")) = builtin_call(checker, call) else {
+        return;
+    };
+    let [argument] = &*call.arguments.args else {
+        return;
+    };
+    if checker.is_tensor(argument) {
+        checker.report(
+            TensorToPythonScalar {
+                builtin: builtin.to_string(),
+            },
+            call.range(),
+        );
+    }
+}

@@ -1,0 +1,126 @@
+use crate::checker::Checker;
+use crate::declare_violation;
+use crate::registry::Rule;
+use crate::rules::builtin_call;
+use crate::violation::Violation;
+use ruff_python_ast::{self as ast, Expr};
+use ruff_text_size::Ranged;
+
+declare_violation! {
+    /// ## What it does
+    /// Checks for the truth value of a device tensor being taken on the host: `if t:`,
+    /// `elif`, `while`, `assert`, `not t`, `t and ...`, `t or ...`, `a if t else b`,
+    /// comprehension conditions and `bool(t)` — including the common `(x >= 0).all()` and
+    /// `mask.any()`.
+    ///
+    /// ## Why is this bad?
+    /// Python needs a host `bool` to pick a branch, so the tensor is copied to the host and the
+    /// stream drained. Inside a CUDA graph capture this fails (seed 000: DeepGEMM's
+    /// `assert (x_int >= 0).all()` broke SGLang's decode graph); outside it, every step stalls.
+    /// A captured graph also cannot follow a data-dependent branch: it replays the branch taken
+    /// during capture.
+    ///
+    /// ## Example
+    /// ```python
+    /// assert (scale >= 0).all(), "negative scale"
+    /// if mask.any():
+    ///     x = x.masked_fill(mask, 0.0)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// if not torch.cuda.is_current_stream_capturing():
+    ///     assert (scale >= 0).all(), "negative scale"  # validation stays eager-only
+    /// x = x.masked_fill(mask, 0.0)  # branch-free: a no-op where mask is False
+    /// ```
+    ///
+    /// `torch._assert_async(cond)` checks on the device without a sync; `torch.where(cond, a, b)`
+    /// replaces a value-dependent branch.
+    pub struct TensorTruthiness {
+        context: &'static str,
+    }
+}
+
+impl Violation for TensorTruthiness {
+    const RULE: Rule = Rule::TensorTruthiness;
+
+    fn message(&self) -> String {
+        format!(
+            "{} reads a device tensor's truth value on the host, which synchronises the stream",
+            self.context
+        )
+    }
+
+    fn fix_title(&self) -> Option<String> {
+        Some(
+            "Use `torch.where`/`masked_fill` instead of branching, `torch._assert_async` for checks, \
+             or guard eager-only validation with `torch.cuda.is_current_stream_capturing()`"
+                .to_string(),
+        )
+    }
+}
+
+fn report(checker: &mut Checker, expr: &Expr, context: &'static str) {
+    if checker.is_tensor(expr) {
+        checker.report(TensorTruthiness { context }, expr.range());
+    }
+}
+
+/// The test of `if`/`while`/`assert`/conditional expression/comprehension condition.
+///
+/// `and`/`or`/`not` are handled where they stand (see [`bool_op`] and [`not_op`]), except for the
+/// last operand of a boolean operation, whose truth value only a test position takes.
+pub fn test_position(checker: &mut Checker, test: &Expr) {
+    match test {
+        Expr::BoolOp(bool_op) => {
+            if let Some(last) = bool_op.values.last() {
+                test_position(checker, last);
+            }
+        }
+        Expr::UnaryOp(ast::ExprUnaryOp {
+            op: ast::UnaryOp::Not,
+            ..
+        }) => {}
+        Expr::Named(named) => test_position(checker, &named.value),
+        _ => report(checker, test, "a condition"),
+    }
+}
+
+/// `a and b` / `a or b`: every operand but the last is truth-tested.
+pub fn bool_op(checker: &mut Checker, bool_op: &ast::ExprBoolOp) {
+    let context = match bool_op.op {
+        ast::BoolOp::And => "`and`",
+        ast::BoolOp::Or => "`or`",
+    };
+    let Some((_, operands)) = bool_op.values.split_last() else {
+        return;
+    };
+    for operand in operands {
+        match operand {
+            Expr::BoolOp(_) | Expr::UnaryOp(_) => test_position(checker, operand),
+            _ => report(checker, operand, context),
+        }
+    }
+}
+
+/// `not t`.
+pub fn not_op(checker: &mut Checker, unary: &ast::ExprUnaryOp) {
+    if !matches!(unary.op, ast::UnaryOp::Not) {
+        return;
+    }
+    match &*unary.operand {
+        Expr::BoolOp(_) | Expr::UnaryOp(_) => test_position(checker, &unary.operand),
+        operand => report(checker, operand, "`not`"),
+    }
+}
+
+/// `bool(t)`.
+pub fn bool_call(checker: &mut Checker, call: &ast::ExprCall) {
+    if builtin_call(checker, call) != Some("bool") || call.arguments.args.len() != 1 {
+        return;
+    }
+    let argument = &call.arguments.args[0];
+    if checker.is_tensor(argument) {
+        checker.report(TensorTruthiness { context: "`bool()`" }, call.range());
+    }
+}
