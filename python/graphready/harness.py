@@ -1,0 +1,120 @@
+"""Entry point of the child process that `graphready probe` starts:
+
+    python -m graphready.harness --target TARGET --bucket N [--bucket M ...]
+
+Protocol lines go to the original stdout; the user's own stdout is moved to stderr first.
+Exit status: 0 after the buckets ran (whatever they found), 3 after an `env_error` line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import traceback
+from typing import Optional, Sequence
+
+from .protocol import HARNESS_VERSION, PROTOCOL_VERSION, Emitter
+from .target import TargetError, check_target_exists, load_factory
+
+ENV_ERROR_EXIT = 3
+
+
+class _ArgumentError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # never print usage to the protocol stream
+        raise _ArgumentError(message)
+
+
+def _parse(argv: Optional[Sequence[str]]):
+    parser = _Parser(prog="graphready.harness", add_help=False)
+    parser.add_argument("--target", required=True)
+    parser.add_argument("--bucket", type=int, action="append", required=True)
+    return parser.parse_args(argv)
+
+
+def _protocol_stream():
+    """Keep the real stdout for the protocol and point fd 1 (and `print`) at stderr."""
+    sys.stdout.flush()
+    stream = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    return stream
+
+
+def environment_error(emitter, kind: str, message: str) -> int:
+    emitter.send("env_error", kind=kind, message=message)
+    return ENV_ERROR_EXIT
+
+
+def main(argv: Optional[Sequence[str]] = None, stream=None) -> int:
+    emitter = Emitter(stream if stream is not None else _protocol_stream())
+    emitter.send(
+        "hello",
+        protocol=PROTOCOL_VERSION,
+        harness=HARNESS_VERSION,
+        python=platform.python_version(),
+        executable=sys.executable,
+    )
+    try:
+        args = _parse(argv)
+    except _ArgumentError as exc:
+        return environment_error(emitter, "bad_args", f"harness arguments: {exc}")
+    if any(b < 1 for b in args.bucket):
+        return environment_error(emitter, "bad_args", "buckets must be positive integers")
+    try:
+        check_target_exists(args.target)
+    except TargetError as exc:
+        return environment_error(emitter, "bad_target", str(exc))
+
+    try:
+        import torch
+    except Exception as exc:  # noqa: BLE001 - any import failure means no usable torch
+        return environment_error(
+            emitter,
+            "no_torch",
+            f"PyTorch cannot be imported by {sys.executable} ({type(exc).__name__}: {exc}); "
+            "install torch there or point --python / GRAPHREADY_PYTHON at an interpreter that has it",
+        )
+    if not torch.cuda.is_available():
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        return environment_error(
+            emitter,
+            "no_cuda",
+            f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device"
+            + (f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else "")
+            + "; the probe needs a GPU",
+        )
+    major, minor = torch.cuda.get_device_capability()
+    emitter.send(
+        "environment",
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        device=torch.cuda.get_device_name(),
+        capability=f"{major}.{minor}",
+    )
+
+    try:
+        factory = load_factory(args.target)
+    except TargetError as exc:
+        return environment_error(emitter, "bad_target", str(exc))
+    except BaseException as exc:  # noqa: BLE001 - the user's module failed to import
+        tail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-1500:]
+        return environment_error(emitter, "bad_target", f"importing TARGET {args.target!r} failed:\n{tail}")
+
+    from .frames import FrameFilter
+    from .phases import run_bucket
+    from .watch import CaptureStatus
+
+    filt = FrameFilter.for_this_process()
+    status = CaptureStatus()
+    for bucket in args.bucket:
+        run_bucket(emitter, factory, bucket, filt, status)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
