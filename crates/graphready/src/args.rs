@@ -1,0 +1,82 @@
+//! Command-line arguments (clap derive).
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "graphready",
+    version,
+    about = "Make PyTorch inference code CUDA-graph ready, and keep it that way"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Statically check Python files for CUDA-graph capture hazards.
+    Check(CheckArgs),
+    /// Run a step function on a GPU and measure syncs, capture, replay and latency.
+    Probe(crate::commands::probe::ProbeArgs),
+    /// Print the documentation of one rule.
+    Rule {
+        /// A rule code such as GR101, or a rule name.
+        code: String,
+    },
+    /// List every rule: code, name, family.
+    Rules {
+        #[arg(long, value_enum, default_value_t = RulesFormat::Text)]
+        output_format: RulesFormat,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+    Sarif,
+    Github,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RulesFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Files or folders to check (default: the current folder).
+    pub paths: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    /// Comma-separated codes or prefixes to enable, replacing the configured selection.
+    #[arg(long, value_delimiter = ',')]
+    pub select: Option<Vec<String>>,
+    /// Comma-separated codes or prefixes to disable, on top of the configuration.
+    #[arg(long, value_delimiter = ',')]
+    pub ignore: Vec<String>,
+    /// Use this configuration file instead of discovering one.
+    #[arg(long, conflicts_with = "isolated")]
+    pub config: Option<PathBuf>,
+    /// Ignore every configuration file.
+    #[arg(long)]
+    pub isolated: bool,
+    /// Print the number of findings per rule instead of the findings.
+    #[arg(long)]
+    pub statistics: bool,
+    /// Exit 0 even when there are findings.
+    #[arg(long)]
+    pub exit_zero: bool,
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}

@@ -1,0 +1,3 @@
+pub mod check;
+pub mod probe;
+pub mod rule;

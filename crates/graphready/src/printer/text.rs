@@ -1,0 +1,90 @@
+//! Human output: code frames like rustc and ruff, one per finding, then a count.
+
+use super::{chain_text, Checked};
+use annotate_snippets::{Level, Renderer, Snippet};
+use graphready_diagnostics::{Diagnostic, Severity};
+use std::fmt::Write as _;
+
+pub fn render(files: &[Checked], color: bool) -> String {
+    let renderer = if color {
+        Renderer::styled()
+    } else {
+        Renderer::plain()
+    };
+    let mut out = String::new();
+    let mut total = 0;
+    let mut by_path: Vec<&Checked> = files.iter().collect();
+    by_path.sort_by(|a, b| a.path.cmp(&b.path));
+    for file in by_path {
+        let mut diagnostics: Vec<&Diagnostic> = file.diagnostics.iter().collect();
+        diagnostics.sort_by_key(|d| (d.span.start, d.code.clone()));
+        for diagnostic in diagnostics {
+            total += 1;
+            render_one(&mut out, &renderer, file, diagnostic);
+        }
+    }
+    match total {
+        0 => out.push_str("All checks passed.\n"),
+        1 => out.push_str("Found 1 finding.\n"),
+        n => {
+            let _ = writeln!(out, "Found {n} findings.");
+        }
+    }
+    out
+}
+
+fn level(severity: Severity) -> Level {
+    match severity {
+        Severity::Error => Level::Error,
+        Severity::Warning => Level::Warning,
+        Severity::Info => Level::Info,
+    }
+}
+
+fn render_one(out: &mut String, renderer: &Renderer, file: &Checked, diagnostic: &Diagnostic) {
+    let level = level(diagnostic.severity);
+    let chain = chain_text(diagnostic).map(|chain| format!("captured via {chain}"));
+    let fix = diagnostic.fix.as_deref();
+    let mut footers = Vec::new();
+    if let Some(fix) = fix {
+        footers.push(Level::Help.title(fix));
+    }
+    if let Some(chain) = &chain {
+        footers.push(Level::Note.title(chain));
+    }
+    let Some(source) = file.source.as_deref() else {
+        let location = format!(
+            "{}:{}:{}",
+            diagnostic.path, diagnostic.span.start.line, diagnostic.span.start.column
+        );
+        let message = level
+            .title(&diagnostic.message)
+            .id(&diagnostic.code)
+            .footer(Level::Note.title(&location))
+            .footers(footers);
+        let _ = writeln!(out, "{}\n", renderer.render(message));
+        return;
+    };
+    // Only the lines of the finding travel into the snippet: rendering stays cheap in big files.
+    let (start, end) = (diagnostic.offsets.0 as usize, diagnostic.offsets.1 as usize);
+    let line_start = source[..start.min(source.len())]
+        .rfind('\n')
+        .map_or(0, |index| index + 1);
+    let line_end = source[end.min(source.len())..]
+        .find('\n')
+        .map_or(source.len(), |index| end + index);
+    let excerpt = &source[line_start..line_end];
+    let span = (start - line_start)..(end.max(start + 1).min(line_end) - line_start);
+    let label = diagnostic.name.as_str();
+    let snippet = Snippet::source(excerpt)
+        .line_start(diagnostic.span.start.line as usize)
+        .origin(&diagnostic.path)
+        .fold(false)
+        .annotation(level.span(span).label(label));
+    let message = level
+        .title(&diagnostic.message)
+        .id(&diagnostic.code)
+        .snippet(snippet)
+        .footers(footers);
+    let _ = writeln!(out, "{}\n", renderer.render(message));
+}
