@@ -1,0 +1,69 @@
+//! The JSON-lines protocol spoken by the Python harness (`python/graphready/protocol.py`).
+//!
+//! One object per line, tagged by `type`. The first line is `hello` with the protocol version;
+//! a driver refuses a harness whose major version differs. Unknown message types and unknown
+//! fields are ignored, so a newer harness can add data without breaking an older driver.
+
+use crate::report::{Environment, PhaseResult};
+use serde::Deserialize;
+
+/// The protocol version this driver speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The phases in the order the harness runs them.
+pub const PHASES: &[&str] = &[
+    "setup",
+    "warmup",
+    "sync_scan",
+    "profiler_scan",
+    "allocations",
+    "capture",
+    "replay",
+    "uninitialized",
+    "timing",
+];
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Message {
+    Hello {
+        protocol: u32,
+        #[serde(default)]
+        harness: Option<String>,
+        #[serde(default)]
+        python: Option<String>,
+        #[serde(default)]
+        executable: Option<String>,
+    },
+    Environment(Environment),
+    EnvError {
+        kind: String,
+        message: String,
+    },
+    PhaseStart {
+        bucket: u32,
+        phase: String,
+    },
+    Phase {
+        bucket: u32,
+        #[serde(flatten)]
+        result: Box<PhaseResult>,
+    },
+    Done {
+        bucket: u32,
+    },
+    #[serde(other)]
+    Unknown,
+}
+
+impl Message {
+    /// Parse one line. `Ok(None)` for a line that is not a JSON object (noise), `Err` for a JSON
+    /// object that does not fit the protocol.
+    pub fn parse(line: &str) -> Result<Option<Message>, serde_json::Error> {
+        let trimmed = line.trim();
+        if !trimmed.starts_with('{') {
+            return Ok(None);
+        }
+        serde_json::from_str(trimmed).map(Some)
+    }
+}

@@ -1,0 +1,237 @@
+//! The driver against a fake harness that prints canned protocol lines.
+
+use graphready_probe::{
+    correlate_from, render_summary, run_probe, Launcher, Outcome, PhaseStatus, ProbeError,
+    ProbeOptions, RuntimeReport, PHASES,
+};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn fake() -> Launcher {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_harness.sh");
+    Launcher::custom("sh", &[script.to_str().unwrap()])
+}
+
+fn probe(scenario: &str, buckets: &[u32], timeout_secs: u64) -> Result<RuntimeReport, ProbeError> {
+    run_probe(
+        &fake(),
+        &ProbeOptions {
+            target: scenario.to_string(),
+            buckets: buckets.to_vec(),
+            timeout: Duration::from_secs(timeout_secs),
+        },
+    )
+}
+
+fn status(report: &RuntimeReport, bucket: usize, phase: &str) -> PhaseStatus {
+    report.buckets[bucket].phase(phase).unwrap().status
+}
+
+#[test]
+fn clean_run_is_ready_over_every_bucket() {
+    let report = probe("clean", &[1, 2, 4, 8], 20).unwrap();
+    assert_eq!(report.buckets.len(), 4);
+    assert!(report.ready());
+    assert_eq!(
+        report.environment.as_ref().unwrap().device.as_deref(),
+        Some("NVIDIA H200")
+    );
+    for bucket in &report.buckets {
+        assert_eq!(bucket.outcome, Outcome::Completed);
+        assert_eq!(bucket.phases.len(), PHASES.len());
+        assert_eq!(bucket.timing().unwrap().speedup, Some(8.0));
+    }
+    let text = render_summary(&report, None, Path::new("/"));
+    assert!(text.contains("speedup   8.00x"), "{text}");
+    assert!(text
+        .ends_with("ready: every bucket captures, replays bit-exactly and never synchronises\n"));
+}
+
+#[test]
+fn sync_and_capture_failure_is_not_ready_and_names_the_line() {
+    let report = probe("sync", &[1], 20).unwrap();
+    assert!(!report.ready());
+    assert_eq!(status(&report, 0, "sync_scan"), PhaseStatus::Fail);
+    assert_eq!(status(&report, 0, "capture"), PhaseStatus::Fail);
+    assert_eq!(status(&report, 0, "replay"), PhaseStatus::Skipped);
+    let capture = report.buckets[0].phase("capture").unwrap();
+    assert_eq!(capture.events[0].location.as_ref().unwrap().line, 12);
+    let text = render_summary(&report, None, Path::new("/work"));
+    assert!(
+        text.contains("capture_break: aten::_local_scalar_dense at model.py:12 in step"),
+        "{text}"
+    );
+    assert!(
+        text.contains("NOT ready: bucket 1: sync_scan fail, capture fail, replay skipped"),
+        "{text}"
+    );
+}
+
+#[test]
+fn segfault_is_recorded_as_the_phase_that_died_and_earlier_phases_are_kept() {
+    let report = probe("crash", &[1, 2], 20).unwrap();
+    assert_eq!(
+        report.buckets.len(),
+        2,
+        "a crash in one bucket does not stop the next"
+    );
+    let bucket = &report.buckets[0];
+    match &bucket.outcome {
+        Outcome::Crashed { phase, signal, .. } => {
+            assert_eq!(phase.as_deref(), Some("profiler_scan"));
+            assert_eq!(*signal, Some(11));
+        }
+        other => panic!("unexpected outcome {other:?}"),
+    }
+    assert_eq!(status(&report, 0, "sync_scan"), PhaseStatus::Pass);
+    let died = bucket.phase("profiler_scan").unwrap();
+    assert_eq!(died.status, PhaseStatus::Crashed);
+    assert!(died.message.as_deref().unwrap().contains("SIGSEGV"));
+    assert_eq!(status(&report, 0, "capture"), PhaseStatus::NotRun);
+    assert!(bucket
+        .stderr_tail
+        .as_deref()
+        .unwrap()
+        .contains("Segmentation fault"));
+    assert!(!report.ready());
+    let json = serde_json::to_string(&report).unwrap();
+    let back: RuntimeReport = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.buckets[0].outcome, bucket.outcome);
+}
+
+#[test]
+fn exiting_without_done_is_a_crash_in_the_running_phase() {
+    let report = probe("exit_early", &[1], 20).unwrap();
+    let bucket = &report.buckets[0];
+    assert!(matches!(
+        bucket.outcome,
+        Outcome::Crashed {
+            exit_code: Some(0),
+            ..
+        }
+    ));
+    let warmup = bucket.phase("warmup").unwrap();
+    assert_eq!(warmup.status, PhaseStatus::Crashed);
+    assert!(warmup
+        .message
+        .as_deref()
+        .unwrap()
+        .contains("exited with status 0"));
+}
+
+#[test]
+fn timeout_kills_the_harness_and_names_the_phase() {
+    let started = Instant::now();
+    let report = probe("timeout", &[1], 1).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the child was not killed in time"
+    );
+    let bucket = &report.buckets[0];
+    assert!(matches!(&bucket.outcome, Outcome::TimedOut { phase: Some(p), .. } if p == "warmup"));
+    assert_eq!(status(&report, 0, "setup"), PhaseStatus::Pass);
+    assert_eq!(status(&report, 0, "warmup"), PhaseStatus::TimedOut);
+    assert_eq!(status(&report, 0, "capture"), PhaseStatus::NotRun);
+    assert!(bucket
+        .stderr_tail
+        .as_deref()
+        .unwrap()
+        .contains("warming up forever"));
+}
+
+#[test]
+fn environment_error_is_an_error_with_its_kind() {
+    let err = probe("no_torch", &[1], 20).unwrap_err();
+    assert_eq!(err.environment_kind(), Some("no_torch"));
+    assert!(err.to_string().contains("PyTorch cannot be imported"));
+}
+
+#[test]
+fn protocol_mismatch_and_malformed_lines_are_errors() {
+    let err = probe("old_protocol", &[1], 20).unwrap_err();
+    assert!(matches!(
+        err,
+        ProbeError::ProtocolVersion {
+            found: 99,
+            expected: 1
+        }
+    ));
+    let err = probe("garbage", &[1], 20).unwrap_err();
+    assert!(matches!(err, ProbeError::Protocol { .. }), "{err}");
+}
+
+#[test]
+fn a_harness_that_never_says_hello_shows_its_stderr() {
+    let err = probe("silent", &[1], 20).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("before it said hello"), "{text}");
+    assert!(text.contains("something broke before hello"), "{text}");
+}
+
+#[test]
+fn missing_interpreter_is_a_spawn_error() {
+    let launcher = Launcher::custom("/nonexistent/python3", &[]);
+    let err = run_probe(
+        &launcher,
+        &ProbeOptions {
+            target: "x.py:f".into(),
+            buckets: vec![1],
+            timeout: Duration::from_secs(5),
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(err, ProbeError::Spawn { .. }));
+}
+
+#[test]
+fn correlation_lists_blind_spots_confirmed_and_unexercised() {
+    use graphready_diagnostics::{Diagnostic, Location, Reach, Severity, Span};
+    let report = probe("sync", &[1, 2], 20).unwrap();
+    let finding = |line: u32, code: &str| Diagnostic {
+        code: code.into(),
+        name: "x".into(),
+        severity: Severity::Error,
+        reach: Reach::Capture,
+        path: "model.py".into(),
+        span: Span {
+            start: Location { line, column: 1 },
+            end: Location { line, column: 5 },
+        },
+        function: None,
+        chain: Vec::new(),
+        message: "m".into(),
+        fix: None,
+        offsets: (0, 0),
+    };
+    let findings = vec![
+        finding(12, "GR101"),
+        finding(30, "GR102"),
+        finding(40, "GR103"),
+    ];
+    // `/work` need not exist: paths that cannot be canonicalised are compared as given.
+    let correlation = correlate_from(&report, &findings, &PathBuf::from("/work"));
+    assert_eq!(correlation.confirmed.len(), 1);
+    let confirmed = &correlation.confirmed[0];
+    assert_eq!(confirmed.runtime.line, Some(12));
+    assert_eq!(confirmed.findings[0].code, "GR101");
+    assert!(confirmed
+        .runtime
+        .kinds
+        .contains(&"capture_break".to_string()));
+    assert_eq!(confirmed.runtime.buckets, vec![1, 2]);
+    assert_eq!(correlation.static_blind_spots.len(), 1);
+    assert_eq!(correlation.static_blind_spots[0].line, Some(20));
+    assert_eq!(correlation.ran_without_event.len(), 1);
+    assert_eq!(correlation.ran_without_event[0].line, 30);
+    assert_eq!(correlation.not_exercised.len(), 1);
+    assert_eq!(correlation.not_exercised[0].line, 40);
+    // Blind spots come first in the JSON too.
+    let json = serde_json::to_string(&correlation).unwrap();
+    assert!(json.find("static_blind_spots").unwrap() < json.find("confirmed").unwrap());
+    let text = render_summary(&report, Some(&correlation), Path::new("/work"));
+    assert!(
+        text.contains("static blind spot  model.py:20 sync (torch.cuda.synchronize())"),
+        "{text}"
+    );
+    assert!(text.contains("confirmed          model.py:12"), "{text}");
+}
