@@ -198,14 +198,17 @@ fn resolve(
     root: PathBuf,
     overrides: &Overrides,
 ) -> Result<Resolved> {
-    let select = match (&overrides.select, &options.select) {
-        (Some(select), _) => selectors(select, "--select", &None)?,
-        (None, Some(select)) => selectors(select, "select", &source)?,
-        (None, None) => RuleSet::all(),
+    // Configuration first, then the command line as a later layer: `--select` replaces the
+    // configured selection (its ignores included), `--ignore` removes on top.
+    let mut rules = match &options.select {
+        Some(select) => selectors(select, "select", &source)?,
+        None => RuleSet::all(),
     };
-    let mut rules = select;
     for rule in selectors(options.ignore.as_deref().unwrap_or_default(), "ignore", &source)?.iter() {
         rules.remove(rule);
+    }
+    if let Some(select) = &overrides.select {
+        rules = selectors(select, "--select", &None)?;
     }
     for rule in selectors(&overrides.ignore, "--ignore", &None)?.iter() {
         rules.remove(rule);

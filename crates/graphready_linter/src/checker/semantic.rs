@@ -479,6 +479,10 @@ impl<'a> SemanticModel<'a> {
                 },
             },
             Expr::Attribute(attribute) => {
+                if self.attribute_ty(attribute) == Ty::Module {
+                    // `self.proj(x)` with `self.proj = nn.Linear(...)`.
+                    return Ty::Tensor;
+                }
                 let method = attribute.attr.id.as_str();
                 let receiver = self.ty(&attribute.value);
                 match method {

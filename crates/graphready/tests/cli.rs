@@ -1,0 +1,302 @@
+//! The command-line contract: output formats, exit codes, configuration errors, unreadable files,
+//! broken pipes.
+
+use serde_json::Value;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn graphready() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_graphready"));
+    command.current_dir(repo_root());
+    command
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn run(args: &[&str]) -> Output {
+    graphready().args(args).output().expect("graphready runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+const EXAMPLE: &str = "examples/decode_step.py";
+
+#[test]
+fn text_output_snapshot() {
+    let output = run(&["check", "--isolated", "--color", "never", EXAMPLE]);
+    assert_eq!(output.status.code(), Some(1));
+    insta::assert_snapshot!("example_text", stdout(&output));
+}
+
+#[test]
+fn json_output_snapshot_and_shape() {
+    let output = run(&["check", "--isolated", "--output-format", "json", EXAMPLE]);
+    assert_eq!(output.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["tool"]["name"], "graphready");
+    assert_eq!(report["summary"]["ready"], false);
+    assert_eq!(
+        report["summary"]["findings"].as_u64().unwrap() as usize,
+        report["findings"].as_array().unwrap().len()
+    );
+    let mut redacted = report.clone();
+    redacted["tool"]["version"] = Value::from("[version]");
+    insta::assert_snapshot!("example_json", serde_json::to_string_pretty(&redacted).unwrap());
+}
+
+#[test]
+fn github_output_snapshot() {
+    let output = run(&["check", "--isolated", "--output-format", "github", EXAMPLE]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    assert!(text.lines().all(|line| line.starts_with("::error ") || line.starts_with("::warning ")));
+    insta::assert_snapshot!("example_github", text);
+}
+
+/// The official OASIS schema, with the one pattern Rust regex engines have been known to reject
+/// (`(?i)` in the middle of `language`'s pattern, in some published copies) normalised if present.
+fn sarif_validator() -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sarif-schema-2.1.0.json");
+    let text = std::fs::read_to_string(path).unwrap();
+    let text = text.replace(r#"^(?i)[a-zA]{2}(-[a-z]{2})?$"#, r#"^[a-zA-Z]{2}(-[a-zA-Z]{2})?$"#);
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    jsonschema::draft7::new(&schema).expect("the SARIF schema compiles")
+}
+
+#[test]
+fn sarif_output_is_valid_against_the_official_schema() {
+    let output = run(&["check", "--isolated", "--output-format", "sarif", EXAMPLE]);
+    assert_eq!(output.status.code(), Some(1));
+    let sarif: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let validator = sarif_validator();
+    let errors: Vec<String> = validator.iter_errors(&sarif).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "SARIF invalid: {errors:#?}");
+    assert_eq!(sarif["version"], "2.1.0");
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    // A document that breaks the schema must be caught, or the check above proves nothing.
+    let mut broken = sarif.clone();
+    broken["runs"][0]["results"][0]["level"] = Value::from("fatal");
+    assert!(!validator.is_valid(&broken));
+    let mut redacted = sarif.clone();
+    redacted["runs"][0]["tool"]["driver"]["version"] = Value::from("[version]");
+    insta::assert_snapshot!("example_sarif", serde_json::to_string_pretty(&redacted).unwrap());
+}
+
+#[test]
+fn clean_file_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("clean.py");
+    std::fs::write(&file, "import torch\n\ndef f(x: torch.Tensor):\n    return x * 2\n").unwrap();
+    let output = run(&["check", "--isolated", file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("All checks passed."));
+}
+
+#[test]
+fn exit_zero_flag_and_statistics() {
+    let output = run(&["check", "--isolated", "--exit-zero", "--statistics", EXAMPLE]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = stdout(&output);
+    assert!(text.contains("GR104  tensor-truthiness"), "{text}");
+    assert!(text.lines().last().unwrap().ends_with("total"));
+}
+
+#[test]
+fn unknown_config_key_is_an_error_naming_file_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("pyproject.toml"),
+        "[tool.graphready]\nselect = [\"GR1\"]\nentry-pointz = []\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("m.py"), "import torch\n").unwrap();
+    let output = graphready().arg("check").arg(dir.path()).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("pyproject.toml"), "{err}");
+    assert!(err.contains("entry-pointz"), "{err}");
+    assert!(err.contains("select"), "allowed keys are listed: {err}");
+}
+
+#[test]
+fn bad_config_value_is_an_error_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("graphready.toml"), "ignore = [\"GR999\"]\n").unwrap();
+    std::fs::write(dir.path().join("m.py"), "import torch\n").unwrap();
+    let output = graphready().arg("check").arg(dir.path()).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("graphready.toml") && err.contains("ignore") && err.contains("GR999"), "{err}");
+
+    std::fs::write(dir.path().join("graphready.toml"), "select = \"GR1\"\n").unwrap();
+    let output = graphready().arg("check").arg(dir.path()).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("graphready.toml"), "{}", stderr(&output));
+}
+
+#[test]
+fn config_select_ignore_per_file_ignores_and_exclude() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(
+        root.join("pyproject.toml"),
+        "[tool.graphready]\nignore = [\"GR107\"]\nexclude = [\"vendored\"]\n\
+         [tool.graphready.per-file-ignores]\n\"tests/*.py\" = [\"GR101\"]\n",
+    )
+    .unwrap();
+    let body = "import torch\n\ndef f(x: torch.Tensor):\n    torch.cuda.synchronize()\n    return x.item()\n";
+    std::fs::create_dir_all(root.join("tests")).unwrap();
+    std::fs::create_dir_all(root.join("vendored")).unwrap();
+    std::fs::write(root.join("main.py"), body).unwrap();
+    std::fs::write(root.join("tests/test_main.py"), body).unwrap();
+    std::fs::write(root.join("vendored/lib.py"), body).unwrap();
+    let output = graphready()
+        .args(["check", "--output-format", "json"])
+        .arg(root)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let found: Vec<(String, String)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let path = f["path"].as_str().unwrap();
+            let name = Path::new(path).file_name().unwrap().to_string_lossy().to_string();
+            (name, f["code"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert_eq!(found, vec![("main.py".to_string(), "GR101".to_string())]);
+    // The command line overrides the configuration.
+    let output = graphready()
+        .args(["check", "--output-format", "json", "--select", "GR107"])
+        .arg(root.join("main.py"))
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let codes: Vec<&str> = report["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, vec!["GR107"]);
+}
+
+#[test]
+fn unparsable_and_non_utf8_files_are_diagnostics_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("broken.py"), "import torch\ndef f(:\n    pass\n").unwrap();
+    std::fs::write(dir.path().join("latin1.py"), b"import torch\n# caf\xe9\n").unwrap();
+    std::fs::write(dir.path().join("good.py"), "import torch\ndef f(x: torch.Tensor):\n    return x.item()\n").unwrap();
+    let output = graphready()
+        .args(["check", "--isolated", "--output-format", "json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut found: Vec<(String, String)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let name = Path::new(f["path"].as_str().unwrap()).file_name().unwrap().to_string_lossy().to_string();
+            (name, f["code"].as_str().unwrap().to_string())
+        })
+        .collect();
+    found.sort();
+    assert_eq!(
+        found,
+        vec![
+            ("broken.py".to_string(), "GR000".to_string()),
+            ("good.py".to_string(), "GR101".to_string()),
+            ("latin1.py".to_string(), "GR000".to_string()),
+        ]
+    );
+    let messages: Vec<&str> = report["findings"].as_array().unwrap().iter().map(|f| f["message"].as_str().unwrap()).collect();
+    assert!(messages.iter().any(|m| m.contains("could not be parsed")));
+    assert!(messages.iter().any(|m| m.contains("not valid UTF-8")));
+}
+
+#[test]
+fn missing_path_and_unknown_rule_exit_two() {
+    let output = run(&["check", "--isolated", "does/not/exist.py"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("does/not/exist.py"));
+    let output = run(&["rule", "GR999"]);
+    assert_eq!(output.status.code(), Some(2));
+    let output = run(&["check", "--isolated", "--select", "XYZ", EXAMPLE]);
+    assert_eq!(output.status.code(), Some(2));
+    let output = run(&["check", "--no-such-flag"]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn rule_prints_its_documentation() {
+    let output = run(&["rule", "GR101"]);
+    assert!(output.status.success());
+    let text = stdout(&output);
+    assert!(text.starts_with("# item-call (GR101)"));
+    assert!(text.contains("## Why is this bad?"));
+    let by_name = run(&["rule", "item-call"]);
+    assert_eq!(stdout(&by_name), text);
+}
+
+#[test]
+fn broken_pipe_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut body = String::from("import torch\n\ndef f(x: torch.Tensor):\n");
+    for _ in 0..20_000 {
+        body.push_str("    x.item()\n");
+    }
+    let file = dir.path().join("many.py");
+    std::fs::write(&file, body).unwrap();
+    let mut child = graphready()
+        .args(["check", "--isolated", "--color", "never"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 64];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "stderr: {err}");
+    assert!(err.is_empty(), "no error on a closed pipe: {err}");
+}
+
+#[test]
+fn relative_imports_resolve_to_qualified_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("pkg");
+    std::fs::create_dir_all(pkg.join("sub")).unwrap();
+    std::fs::write(pkg.join("__init__.py"), "").unwrap();
+    std::fs::write(pkg.join("sub/__init__.py"), "").unwrap();
+    // `..compat` is `pkg.compat`; its `torch` re-export is not PyTorch, so nothing is reported,
+    // while the absolute import in the same file is.
+    std::fs::write(
+        pkg.join("sub/mod.py"),
+        "import torch\nfrom .. import compat\nfrom ..compat import synchronize\n\n\
+         def f():\n    synchronize()\n    compat.torch.cuda.synchronize()\n    torch.cuda.synchronize()\n",
+    )
+    .unwrap();
+    let output = graphready()
+        .args(["check", "--isolated", "--output-format", "json"])
+        .arg(&pkg)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let lines: Vec<u64> = report["findings"].as_array().unwrap().iter().map(|f| f["span"]["start"]["line"].as_u64().unwrap()).collect();
+    assert_eq!(lines, vec![8]);
+}
