@@ -1,0 +1,52 @@
+from graphready.events import EventLog
+from graphready.frames import Frame
+from graphready.summary import bucket_ready, is_ready, render
+
+
+def test_event_log_merges_by_kind_what_and_line():
+    log = EventLog()
+    here = [Frame("/m.py", 12, "step")]
+    log.add("sync", "aten::_local_scalar_dense", here, "sync")
+    log.add("sync", "aten::_local_scalar_dense", here, "sync")
+    log.add("sync", "aten::nonzero", here, "sync")
+    log.add("runtime_sync", "cudaDeviceSynchronize", [], "unattributed")
+    events = log.events()
+    assert [e["count"] for e in events] == [2, 1, 1]
+    assert events[0]["location"] == {"path": "/m.py", "line": 12, "function": "step"}
+    assert events[2]["location"] is None
+    assert len(log) == 3
+
+
+def phase(bucket, name, status, **extra):
+    return {"bucket": bucket, "phase": name, "status": status, "events": [], **extra}
+
+
+def clean(bucket):
+    return [phase(bucket, n, "pass") for n in ("setup", "warmup", "sync_scan", "capture", "replay")]
+
+
+def test_readiness_needs_blocking_phases_to_pass_in_every_bucket():
+    assert is_ready(clean(1) + clean(2))
+    assert not is_ready([])
+    broken = clean(1) + [phase(2, "capture", "fail")]
+    assert not is_ready(broken)
+    assert not bucket_ready(clean(1)[:-1] + [phase(1, "replay", "skipped")])
+    assert not bucket_ready(clean(1) + [phase(1, "uninitialized", "fail")])
+    assert bucket_ready(clean(1) + [phase(1, "profiler_scan", "error")])
+
+
+def test_render_names_the_line_and_the_verdict():
+    event = {
+        "kind": "capture_break",
+        "what": "aten::_local_scalar_dense",
+        "message": "invalidated the capture",
+        "location": {"path": "/m.py", "line": 12, "function": "step"},
+        "count": 1,
+    }
+    timing = {"eager_median_us": 400.0, "replay_median_us": 50.0, "speedup": 8.0}
+    text = render(
+        [phase(1, "capture", "fail", events=[event], message="broke"), phase(1, "timing", "pass", timing=timing)]
+    )
+    assert "capture_break: aten::_local_scalar_dense at /m.py:12 in step: invalidated the capture" in text
+    assert "speedup 8.00x" in text
+    assert text.endswith("graph NOT ready: every bucket must capture, replay bit-exactly and never synchronise")

@@ -1,0 +1,35 @@
+import json
+import math
+import os
+import re
+
+from graphready.protocol import PHASES, PROTOCOL_VERSION, Collector, encode, sanitize
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def test_encode_is_one_strict_json_line():
+    line = encode("phase", bucket=2, phase="timing", timing={"speedup": math.inf, "eager": 1.5})
+    assert "\n" not in line
+    body = json.loads(line)
+    assert body == {"type": "phase", "bucket": 2, "phase": "timing", "timing": {"speedup": None, "eager": 1.5}}
+
+
+def test_sanitize_handles_nan_tuples_and_unknown_objects():
+    assert sanitize({"a": (1, float("nan")), 3: object}) == {"a": [1, None], "3": str(object)}
+
+
+def test_collector_keeps_phase_messages():
+    c = Collector()
+    c.send("phase_start", bucket=1, phase="setup")
+    c.send("phase", bucket=1, phase="setup", status="pass")
+    assert [m["type"] for m in c.messages] == ["phase_start", "phase"]
+    assert c.phases() == [{"type": "phase", "bucket": 1, "phase": "setup", "status": "pass"}]
+
+
+def test_phases_and_version_match_the_rust_driver():
+    source = open(os.path.join(REPO, "crates/graphready_probe/src/protocol.rs")).read()
+    version = int(re.search(r"PROTOCOL_VERSION: u32 = (\d+);", source).group(1))
+    block = re.search(r"pub const PHASES: &\[&str\] = &\[(.*?)\];", source, re.S).group(1)
+    assert version == PROTOCOL_VERSION
+    assert tuple(re.findall(r'"(\w+)"', block)) == PHASES
