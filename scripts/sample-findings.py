@@ -45,6 +45,11 @@ def field(f, *keys):
             for k in keys:
                 if loc.get(k) is not None:
                     return loc[k]
+    span = f.get("span")  # graphready's report: span.start.{line,column}
+    if isinstance(span, dict) and isinstance(span.get("start"), dict):
+        for k in keys:
+            if span["start"].get(k) is not None:
+                return span["start"][k]
     return None
 
 

@@ -173,7 +173,10 @@ pub fn torch_function_result(qualified: &str, has_dim_argument: bool) -> Option<
             _ => None,
         };
     }
-    if qualified.starts_with("numpy.") || qualified.starts_with("math.") {
+    if qualified.starts_with("numpy.") || qualified == "numpy" {
+        return Some(Returns::Array);
+    }
+    if qualified.starts_with("math.") {
         return Some(Returns::Host);
     }
     None
@@ -185,6 +188,8 @@ pub enum Returns {
     Tensor,
     TensorSeq,
     Host,
+    /// NumPy arrays and scalars.
+    Array,
     Module,
     Stream,
     Event,

@@ -17,6 +17,8 @@ pub enum Ty {
     Tensor,
     /// A tensor known to live in host memory (`.cpu()`, factories without `device=`).
     CpuTensor,
+    /// A NumPy array or scalar: host memory, never a sync.
+    Array,
     /// A tuple or list whose elements are tensors.
     TensorSeq,
     /// Certainly not a tensor: numbers, strings, containers, `None`, NumPy values, shapes.
@@ -33,6 +35,7 @@ impl From<Returns> for Ty {
             Returns::Tensor => Ty::Tensor,
             Returns::TensorSeq => Ty::TensorSeq,
             Returns::Host => Ty::Host,
+            Returns::Array => Ty::Array,
             Returns::Module => Ty::Module,
             Returns::Stream => Ty::Stream,
             Returns::Event => Ty::Event,
@@ -350,6 +353,9 @@ impl<'a> SemanticModel<'a> {
     pub fn ty(&self, expr: &Expr) -> Ty {
         match expr {
             Expr::Name(name) => match self.lookup(name.id.as_str()) {
+                Some(Binding::Value(Ty::Unknown)) | None if host_named(name.id.as_str()) => {
+                    Ty::CpuTensor
+                }
                 Some(Binding::Value(ty)) => *ty,
                 Some(Binding::Import(_)) | None => Ty::Unknown,
             },
@@ -380,6 +386,7 @@ impl<'a> SemanticModel<'a> {
             Expr::Subscript(subscript) => match self.ty(&subscript.value) {
                 Ty::Tensor | Ty::TensorSeq => Ty::Tensor,
                 Ty::CpuTensor => Ty::CpuTensor,
+                Ty::Array => Ty::Array,
                 _ => Ty::Unknown,
             },
             Expr::Named(named) => self.ty(&named.value),
@@ -423,7 +430,10 @@ impl<'a> SemanticModel<'a> {
         if let Expr::Name(receiver) = &*attribute.value {
             if let Some((class, self_name)) = self.self_class() {
                 if receiver.id.as_str() == self_name {
-                    return self.class_attribute(class, attr, 4).unwrap_or_default();
+                    return match self.class_attribute(class, attr, 4).unwrap_or_default() {
+                        Ty::Unknown if host_named(attr) => Ty::CpuTensor,
+                        ty => ty,
+                    };
                 }
             }
         }
@@ -433,6 +443,8 @@ impl<'a> SemanticModel<'a> {
                 Some(Returns::Tensor) => Ty::CpuTensor,
                 other => other.map_or(Ty::Unknown, Ty::from),
             },
+            Ty::Array => Ty::Array,
+            Ty::Unknown if host_named(attr) => Ty::CpuTensor,
             Ty::Unknown if self.qualified_name(&attribute.value).is_none() => {
                 // Host metadata whatever the receiver is.
                 match attr {
@@ -496,6 +508,7 @@ impl<'a> SemanticModel<'a> {
                     _ => {}
                 }
                 match receiver {
+                    Ty::Array => Ty::Array,
                     Ty::CpuTensor => match tensor_api::tensor_method_result(
                         method,
                         has_dim_for_method(call),
@@ -523,13 +536,32 @@ impl<'a> SemanticModel<'a> {
 }
 
 /// The type of a binary operation's result.
+///
+/// A host tensor combined with anything but a device tensor stays on the host: PyTorch refuses to
+/// mix a multi-element host tensor with a device one.
 fn combine(left: Ty, right: Ty) -> Ty {
     match (left, right) {
         (Ty::Tensor, _) | (_, Ty::Tensor) => Ty::Tensor,
-        (Ty::CpuTensor, Ty::CpuTensor | Ty::Host) | (Ty::Host, Ty::CpuTensor) => Ty::CpuTensor,
+        (Ty::CpuTensor, _) | (_, Ty::CpuTensor) => Ty::CpuTensor,
+        (Ty::Array, _) | (_, Ty::Array) => Ty::Array,
         (Ty::Host, Ty::Host) => Ty::Host,
         _ => Ty::Unknown,
     }
+}
+
+/// Whether a name says its value lives on the host (`positions_np`, `seq_lens_cpu`,
+/// `cpu_tokens`, `host_buf`): engines name their NumPy and pinned mirrors this way.
+pub fn host_named(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with("_np")
+        || lower.starts_with("np_")
+        || lower.contains("numpy")
+        || lower.ends_with("_cpu")
+        || lower.starts_with("cpu_")
+        || lower.contains("_cpu_")
+        || lower.ends_with("_host")
+        || lower.starts_with("host_")
+        || lower.contains("_host_")
 }
 
 /// A keyword argument by name.

@@ -22,22 +22,13 @@ pub fn builtin_call<'e>(checker: &crate::checker::Checker, call: &'e ast::ExprCa
     }
 }
 
-/// Whether a value's name says it lives on the host (`positions_np`, `cpu_tokens`,
-/// `x_numpy`): engines name their NumPy and pinned mirrors this way.
+/// Whether an expression's name says it lives on the host (see
+/// [`crate::checker::semantic::host_named`]).
 pub fn host_named(expr: &Expr) -> bool {
-    let name = match expr {
-        Expr::Name(name) => name.id.as_str(),
-        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
-        Expr::Subscript(subscript) => return host_named(&subscript.value),
-        _ => return false,
-    };
-    let lower = name.to_ascii_lowercase();
-    lower.ends_with("_np")
-        || lower.starts_with("np_")
-        || lower.contains("numpy")
-        || lower.ends_with("_cpu")
-        || lower.starts_with("cpu_")
-        || lower.contains("_cpu_")
-        || lower.ends_with("_host")
-        || lower.starts_with("host_")
+    match expr {
+        Expr::Name(name) => crate::checker::semantic::host_named(name.id.as_str()),
+        Expr::Attribute(attribute) => crate::checker::semantic::host_named(attribute.attr.id.as_str()),
+        Expr::Subscript(subscript) => host_named(&subscript.value),
+        _ => false,
+    }
 }

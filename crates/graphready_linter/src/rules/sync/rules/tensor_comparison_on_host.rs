@@ -63,7 +63,7 @@ pub fn tensor_comparison_on_host(checker: &mut Checker, call: &ast::ExprCall) {
             .arguments
             .args
             .iter()
-            .all(|argument| matches!(checker.ty(argument), Ty::CpuTensor | Ty::Host));
+            .all(|argument| matches!(checker.ty(argument), Ty::CpuTensor | Ty::Host | Ty::Array));
         if !all_host {
             checker.report(TensorComparisonOnHost { call: name.to_string() }, call.range());
         }
