@@ -148,6 +148,24 @@ fn u32_dim(what: &'static str, value: usize) -> Result<u32, ShapeError> {
     u32::try_from(value).map_err(|_| ShapeError::TooLarge { what, value })
 }
 
+/// Compiles the kernels to PTX for a virtual architecture such as `"compute_90"` (needs only
+/// NVRTC, no GPU).
+///
+/// # Errors
+/// NVRTC failure, with its log.
+pub fn compile(arch: &'static str) -> Result<nvrtc::Ptx, CudaError> {
+    let opts = nvrtc::CompileOptions {
+        arch: Some(arch),
+        // IEEE float semantics: the CPU reference relies on correctly rounded mul/rcp, no FTZ.
+        ftz: Some(false),
+        prec_div: Some(true),
+        fmad: Some(false),
+        options: vec!["-std=c++17".into()],
+        ..Default::default()
+    };
+    nvrtc::compile_ptx_with_opts(SOURCE, opts).map_err(|e| CudaError::Compile(format!("{e:?}")))
+}
+
 impl Ue8m0Cuda {
     /// Compiles the kernels for the stream's device and allocates two status words.
     ///
@@ -167,18 +185,7 @@ impl Ue8m0Cuda {
             (12, 0) => "compute_120",
             _ => "compute_90",
         };
-        let opts = nvrtc::CompileOptions {
-            arch: Some(arch),
-            // IEEE float semantics: the CPU reference relies on correctly rounded mul/rcp, no FTZ.
-            ftz: Some(false),
-            prec_div: Some(true),
-            fmad: Some(false),
-            options: vec!["-std=c++17".into()],
-            ..Default::default()
-        };
-        let ptx = nvrtc::compile_ptx_with_opts(SOURCE, opts)
-            .map_err(|e| CudaError::Compile(format!("{e:?}")))?;
-        let module = ctx.load_module(ptx)?;
+        let module = ctx.load_module(compile(arch)?)?;
         let f = |name: &str| module.load_function(name);
         let quant_fn = |input: &str, vec: &str, layout: &str| {
             module.load_function(&format!("ue8m0_quant_{input}_{vec}_{layout}"))
