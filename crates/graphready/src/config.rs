@@ -50,8 +50,23 @@ pub struct Resolved {
 }
 
 const DEFAULT_EXCLUDES: &[&str] = &[
-    ".bzr", ".direnv", ".eggs", ".git", ".hg", ".mypy_cache", ".nox", ".pytest_cache", ".ruff_cache",
-    ".svn", ".tox", ".venv", "__pypackages__", "_build", "buck-out", "node_modules", "site-packages",
+    ".bzr",
+    ".direnv",
+    ".eggs",
+    ".git",
+    ".hg",
+    ".mypy_cache",
+    ".nox",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".svn",
+    ".tox",
+    ".venv",
+    "__pypackages__",
+    "_build",
+    "buck-out",
+    "node_modules",
+    "site-packages",
     "venv",
 ];
 
@@ -94,7 +109,9 @@ pub fn find(path: &Path, overrides: &Overrides) -> Result<Resolved> {
     if let Some(config) = &overrides.config {
         let options = load(config)?
             .with_context(|| format!("{} has no [tool.graphready] table", config.display()))?;
-        let root = config.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let root = config
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
         return resolve(options, Some(config.clone()), root, overrides);
     }
     let start = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
@@ -122,21 +139,24 @@ pub fn find(path: &Path, overrides: &Overrides) -> Result<Resolved> {
 fn load(path: &Path) -> Result<Option<Options>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read configuration file {}", path.display()))?;
-    let is_pyproject = path.file_name().is_some_and(|name| name == "pyproject.toml");
-    let value: toml::Table = toml::from_str(&text)
-        .with_context(|| format!("{} is not valid TOML", path.display()))?;
+    let is_pyproject = path
+        .file_name()
+        .is_some_and(|name| name == "pyproject.toml");
+    let value: toml::Table =
+        toml::from_str(&text).with_context(|| format!("{} is not valid TOML", path.display()))?;
     let table = if is_pyproject {
-        match value
-            .get("tool")
-            .and_then(|tool| tool.get("graphready"))
-        {
+        match value.get("tool").and_then(|tool| tool.get("graphready")) {
             Some(table) => table.clone(),
             None => return Ok(None),
         }
     } else {
         toml::Value::Table(value)
     };
-    let section = if is_pyproject { "[tool.graphready]" } else { "the top level" };
+    let section = if is_pyproject {
+        "[tool.graphready]"
+    } else {
+        "the top level"
+    };
     let options = Options::deserialize(table).map_err(|err| {
         anyhow::anyhow!(
             "invalid configuration in {} ({section}): {}",
@@ -147,17 +167,14 @@ fn load(path: &Path) -> Result<Option<Options>> {
     Ok(Some(options))
 }
 
-fn selectors(
-    codes: &[String],
-    key: &str,
-    source: &Option<PathBuf>,
-) -> Result<RuleSet> {
+fn selectors(codes: &[String], key: &str, source: &Option<PathBuf>) -> Result<RuleSet> {
     let mut set = RuleSet::empty();
     for code in codes {
         let Some(rules) = rules_matching(code) else {
-            let place = source
-                .as_ref()
-                .map_or_else(|| "the command line".to_string(), |p| p.display().to_string());
+            let place = source.as_ref().map_or_else(
+                || "the command line".to_string(),
+                |p| p.display().to_string(),
+            );
             bail!(
                 "invalid value in {place}: `{key}` names `{code}`, which matches no rule \
                  (expected `ALL`, a code such as `GR101`, a prefix such as `GR1`, or a rule name; \
@@ -174,9 +191,10 @@ fn selectors(
 fn globs(patterns: &[String], key: &str, source: &Option<PathBuf>) -> Result<GlobSet> {
     let mut builder = GlobSetBuilder::new();
     for pattern in patterns {
-        let place = source
-            .as_ref()
-            .map_or_else(|| "the command line".to_string(), |p| p.display().to_string());
+        let place = source.as_ref().map_or_else(
+            || "the command line".to_string(),
+            |p| p.display().to_string(),
+        );
         let glob = Glob::new(pattern)
             .with_context(|| format!("invalid value in {place}: `{key}` pattern `{pattern}`"))?;
         builder.add(glob);
@@ -204,7 +222,13 @@ fn resolve(
         Some(select) => selectors(select, "select", &source)?,
         None => RuleSet::all(),
     };
-    for rule in selectors(options.ignore.as_deref().unwrap_or_default(), "ignore", &source)?.iter() {
+    for rule in selectors(
+        options.ignore.as_deref().unwrap_or_default(),
+        "ignore",
+        &source,
+    )?
+    .iter()
+    {
         rules.remove(rule);
     }
     if let Some(select) = &overrides.select {
@@ -218,15 +242,21 @@ fn resolve(
         let set = globs(std::slice::from_ref(pattern), "per-file-ignores", &source)?;
         per_file_ignores.push((set, selectors(codes, "per-file-ignores", &source)?));
     }
-    let exclude = globs(options.exclude.as_deref().unwrap_or_default(), "exclude", &source)?;
+    let exclude = globs(
+        options.exclude.as_deref().unwrap_or_default(),
+        "exclude",
+        &source,
+    )?;
     let mut debug_guards = Vec::new();
     for guard in options.debug_guards.iter().flatten() {
-        let place = source
-            .as_ref()
-            .map_or_else(|| "the command line".to_string(), |p| p.display().to_string());
+        let place = source.as_ref().map_or_else(
+            || "the command line".to_string(),
+            |p| p.display().to_string(),
+        );
         debug_guards.push(
-            DebugGuard::parse(guard)
-                .map_err(|err| anyhow::anyhow!("invalid value in {place}: `debug-guards`: {err}"))?,
+            DebugGuard::parse(guard).map_err(|err| {
+                anyhow::anyhow!("invalid value in {place}: `debug-guards`: {err}")
+            })?,
         );
     }
     let mut capture_predicates: Vec<String> = DEFAULT_CAPTURE_PREDICATES

@@ -51,7 +51,10 @@ fn json_output_snapshot_and_shape() {
     );
     let mut redacted = report.clone();
     redacted["tool"]["version"] = Value::from("[version]");
-    insta::assert_snapshot!("example_json", serde_json::to_string_pretty(&redacted).unwrap());
+    insta::assert_snapshot!(
+        "example_json",
+        serde_json::to_string_pretty(&redacted).unwrap()
+    );
 }
 
 #[test]
@@ -59,7 +62,9 @@ fn github_output_snapshot() {
     let output = run(&["check", "--isolated", "--output-format", "github", EXAMPLE]);
     assert_eq!(output.status.code(), Some(1));
     let text = stdout(&output);
-    assert!(text.lines().all(|line| line.starts_with("::error ") || line.starts_with("::warning ")));
+    assert!(text
+        .lines()
+        .all(|line| line.starts_with("::error ") || line.starts_with("::warning ")));
     insta::assert_snapshot!("example_github", text);
 }
 
@@ -68,7 +73,10 @@ fn github_output_snapshot() {
 fn sarif_validator() -> jsonschema::Validator {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sarif-schema-2.1.0.json");
     let text = std::fs::read_to_string(path).unwrap();
-    let text = text.replace(r#"^(?i)[a-zA]{2}(-[a-z]{2})?$"#, r#"^[a-zA-Z]{2}(-[a-zA-Z]{2})?$"#);
+    let text = text.replace(
+        r#"^(?i)[a-zA]{2}(-[a-z]{2})?$"#,
+        r#"^[a-zA-Z]{2}(-[a-zA-Z]{2})?$"#,
+    );
     let schema: Value = serde_json::from_str(&text).unwrap();
     jsonschema::draft7::new(&schema).expect("the SARIF schema compiles")
 }
@@ -79,7 +87,10 @@ fn sarif_output_is_valid_against_the_official_schema() {
     assert_eq!(output.status.code(), Some(1));
     let sarif: Value = serde_json::from_slice(&output.stdout).unwrap();
     let validator = sarif_validator();
-    let errors: Vec<String> = validator.iter_errors(&sarif).map(|e| e.to_string()).collect();
+    let errors: Vec<String> = validator
+        .iter_errors(&sarif)
+        .map(|e| e.to_string())
+        .collect();
     assert!(errors.is_empty(), "SARIF invalid: {errors:#?}");
     assert_eq!(sarif["version"], "2.1.0");
     let results = sarif["runs"][0]["results"].as_array().unwrap();
@@ -90,14 +101,21 @@ fn sarif_output_is_valid_against_the_official_schema() {
     assert!(!validator.is_valid(&broken));
     let mut redacted = sarif.clone();
     redacted["runs"][0]["tool"]["driver"]["version"] = Value::from("[version]");
-    insta::assert_snapshot!("example_sarif", serde_json::to_string_pretty(&redacted).unwrap());
+    insta::assert_snapshot!(
+        "example_sarif",
+        serde_json::to_string_pretty(&redacted).unwrap()
+    );
 }
 
 #[test]
 fn clean_file_exits_zero() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("clean.py");
-    std::fs::write(&file, "import torch\n\ndef f(x: torch.Tensor):\n    return x * 2\n").unwrap();
+    std::fs::write(
+        &file,
+        "import torch\n\ndef f(x: torch.Tensor):\n    return x * 2\n",
+    )
+    .unwrap();
     let output = run(&["check", "--isolated", file.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stdout(&output).contains("All checks passed."));
@@ -105,7 +123,13 @@ fn clean_file_exits_zero() {
 
 #[test]
 fn exit_zero_flag_and_statistics() {
-    let output = run(&["check", "--isolated", "--exit-zero", "--statistics", EXAMPLE]);
+    let output = run(&[
+        "check",
+        "--isolated",
+        "--exit-zero",
+        "--statistics",
+        EXAMPLE,
+    ]);
     assert_eq!(output.status.code(), Some(0));
     let text = stdout(&output);
     assert!(text.contains("GR104  tensor-truthiness"), "{text}");
@@ -137,12 +161,19 @@ fn bad_config_value_is_an_error_naming_the_key() {
     let output = graphready().arg("check").arg(dir.path()).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     let err = stderr(&output);
-    assert!(err.contains("graphready.toml") && err.contains("ignore") && err.contains("GR999"), "{err}");
+    assert!(
+        err.contains("graphready.toml") && err.contains("ignore") && err.contains("GR999"),
+        "{err}"
+    );
 
     std::fs::write(dir.path().join("graphready.toml"), "select = \"GR1\"\n").unwrap();
     let output = graphready().arg("check").arg(dir.path()).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("graphready.toml"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("graphready.toml"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -173,7 +204,11 @@ fn config_select_ignore_per_file_ignores_and_exclude() {
         .iter()
         .map(|f| {
             let path = f["path"].as_str().unwrap();
-            let name = Path::new(path).file_name().unwrap().to_string_lossy().to_string();
+            let name = Path::new(path)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
             (name, f["code"].as_str().unwrap().to_string())
         })
         .collect();
@@ -185,16 +220,29 @@ fn config_select_ignore_per_file_ignores_and_exclude() {
         .output()
         .unwrap();
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let codes: Vec<&str> = report["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    let codes: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
     assert_eq!(codes, vec!["GR107"]);
 }
 
 #[test]
 fn unparsable_and_non_utf8_files_are_diagnostics_and_the_run_goes_on() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("broken.py"), "import torch\ndef f(:\n    pass\n").unwrap();
+    std::fs::write(
+        dir.path().join("broken.py"),
+        "import torch\ndef f(:\n    pass\n",
+    )
+    .unwrap();
     std::fs::write(dir.path().join("latin1.py"), b"import torch\n# caf\xe9\n").unwrap();
-    std::fs::write(dir.path().join("good.py"), "import torch\ndef f(x: torch.Tensor):\n    return x.item()\n").unwrap();
+    std::fs::write(
+        dir.path().join("good.py"),
+        "import torch\ndef f(x: torch.Tensor):\n    return x.item()\n",
+    )
+    .unwrap();
     let output = graphready()
         .args(["check", "--isolated", "--output-format", "json"])
         .arg(dir.path())
@@ -207,7 +255,11 @@ fn unparsable_and_non_utf8_files_are_diagnostics_and_the_run_goes_on() {
         .unwrap()
         .iter()
         .map(|f| {
-            let name = Path::new(f["path"].as_str().unwrap()).file_name().unwrap().to_string_lossy().to_string();
+            let name = Path::new(f["path"].as_str().unwrap())
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
             (name, f["code"].as_str().unwrap().to_string())
         })
         .collect();
@@ -220,7 +272,12 @@ fn unparsable_and_non_utf8_files_are_diagnostics_and_the_run_goes_on() {
             ("latin1.py".to_string(), "GR000".to_string()),
         ]
     );
-    let messages: Vec<&str> = report["findings"].as_array().unwrap().iter().map(|f| f["message"].as_str().unwrap()).collect();
+    let messages: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
     assert!(messages.iter().any(|m| m.contains("could not be parsed")));
     assert!(messages.iter().any(|m| m.contains("not valid UTF-8")));
 }
@@ -271,7 +328,12 @@ fn broken_pipe_exits_zero() {
     drop(stdout);
     let status = child.wait().unwrap();
     let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert_eq!(status.code(), Some(0), "stderr: {err}");
     assert!(err.is_empty(), "no error on a closed pipe: {err}");
 }
@@ -297,6 +359,11 @@ fn relative_imports_resolve_to_qualified_names() {
         .output()
         .unwrap();
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let lines: Vec<u64> = report["findings"].as_array().unwrap().iter().map(|f| f["span"]["start"]["line"].as_u64().unwrap()).collect();
+    let lines: Vec<u64> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["span"]["start"]["line"].as_u64().unwrap())
+        .collect();
     assert_eq!(lines, vec![8]);
 }

@@ -102,8 +102,14 @@ fn every_rule_matches_its_fixture_markers() {
         let fixture = fixture_for(&code, &family);
         let source = std::fs::read_to_string(&fixture)
             .unwrap_or_else(|_| panic!("{code} has no fixture at {}", fixture.display()));
-        assert!(source.contains("# Error"), "{code}: fixture needs an `# Error` section");
-        assert!(source.contains("# OK"), "{code}: fixture needs an `# OK` section");
+        assert!(
+            source.contains("# Error"),
+            "{code}: fixture needs an `# Error` section"
+        );
+        assert!(
+            source.contains("# OK"),
+            "{code}: fixture needs an `# OK` section"
+        );
         let expected = expected_markers(&source);
         // Markers of this rule only: other rules may legitimately fire on the same lines.
         let expected: BTreeMap<u32, Vec<String>> = expected
@@ -113,17 +119,30 @@ fn every_rule_matches_its_fixture_markers() {
                 (!own.is_empty()).then_some((line, own))
             })
             .collect();
-        assert!(!expected.is_empty(), "{code}: fixture has no `# error: {code}` marker");
+        assert!(
+            !expected.is_empty(),
+            "{code}: fixture has no `# error: {code}` marker"
+        );
         let report = check_json(&["--select", &code], &fixture);
-        assert_eq!(actual_findings(&report), expected, "{code}: findings differ from markers");
+        assert_eq!(
+            actual_findings(&report),
+            expected,
+            "{code}: findings differ from markers"
+        );
         for finding in report["findings"].as_array().unwrap() {
             let message = finding["message"].as_str().unwrap();
             assert!(
                 message.starts_with(|c: char| !c.is_uppercase()),
                 "{code}: message must start lowercase: {message}"
             );
-            assert!(!message.ends_with('.'), "{code}: message must not end with a period");
-            assert!(finding["fix"].is_string(), "{code}: every finding needs a fix title");
+            assert!(
+                !message.ends_with('.'),
+                "{code}: message must not end with a period"
+            );
+            assert!(
+                finding["fix"].is_string(),
+                "{code}: every finding needs a fix title"
+            );
         }
     }
 }
@@ -185,7 +204,12 @@ fn rule_docs_have_every_section_and_generated_docs_are_current() {
         let output = graphready().args(["rule", &code]).output().unwrap();
         assert!(output.status.success());
         let page = String::from_utf8(output.stdout).unwrap();
-        for section in ["## What it does", "## Why is this bad?", "## Example", "Use instead:"] {
+        for section in [
+            "## What it does",
+            "## Why is this bad?",
+            "## Example",
+            "Use instead:",
+        ] {
             assert!(page.contains(section), "{code}: docs lack `{section}`");
         }
         let path = docs_dir.join(format!("{code}.md"));
@@ -195,7 +219,8 @@ fn rule_docs_have_every_section_and_generated_docs_are_current() {
         }
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
         assert_eq!(
-            committed, page,
+            committed,
+            page,
             "{} is stale: rerun with GRAPHREADY_UPDATE_DOCS=1",
             path.display()
         );

@@ -38,7 +38,12 @@ pub fn mentions_torch(source: &[u8]) -> bool {
 }
 
 /// Checks one file's source.
-pub fn check(source: &str, path: &str, module: &ModuleInfo, settings: &Settings) -> Vec<Diagnostic> {
+pub fn check(
+    source: &str,
+    path: &str,
+    module: &ModuleInfo,
+    settings: &Settings,
+) -> Vec<Diagnostic> {
     let parsed = match ruff_python_parser::parse_module(source) {
         Ok(parsed) => parsed,
         Err(error) => {
@@ -109,7 +114,9 @@ fn line_text<'s>(index: &LineIndex, source: &'s str, line: usize) -> &'s str {
         return "";
     };
     let range = index.line_range(line, source);
-    source.get(range.start().to_usize()..range.end().to_usize()).unwrap_or("")
+    source
+        .get(range.start().to_usize()..range.end().to_usize())
+        .unwrap_or("")
 }
 
 fn location(index: &LineIndex, source: &str, offset: TextSize) -> Location {

@@ -56,7 +56,8 @@ fn merge<'a>(found: &mut Option<Suppression<'a>>, new: Suppression<'a>) {
 
 fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     let head = text.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix).then(|| &text[prefix.len()..])
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
 }
 
 fn split_codes(codes: &str) -> Vec<&str> {

@@ -138,7 +138,10 @@ impl RuleSet {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = Rule> + '_ {
-        Rule::ALL.iter().copied().filter(|rule| self.contains(*rule))
+        Rule::ALL
+            .iter()
+            .copied()
+            .filter(|rule| self.contains(*rule))
     }
 }
 
@@ -163,7 +166,10 @@ pub fn rules_matching(selector: &str) -> Option<RuleSet> {
     let set: RuleSet = Rule::ALL
         .iter()
         .copied()
-        .filter(|rule| rule.code().starts_with(upper.as_str()) && upper.starts_with("GR") || rule.name() == selector)
+        .filter(|rule| {
+            rule.code().starts_with(upper.as_str()) && upper.starts_with("GR")
+                || rule.name() == selector
+        })
         .collect();
     (!set.is_empty()).then_some(set)
 }

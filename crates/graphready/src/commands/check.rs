@@ -77,11 +77,13 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         }
     };
     printer::write_stdout(&output)?;
-    Ok(ExitCode::from(if diagnostics.is_empty() || args.exit_zero {
-        EXIT_CLEAN
-    } else {
-        EXIT_FINDINGS
-    }))
+    Ok(ExitCode::from(
+        if diagnostics.is_empty() || args.exit_zero {
+            EXIT_CLEAN
+        } else {
+            EXIT_FINDINGS
+        },
+    ))
 }
 
 /// The static findings for some paths, with the configuration discovered for them (used by the
@@ -185,7 +187,12 @@ fn check_file(candidate: &Candidate, config: &Resolved) -> Option<Checked> {
             return Some(Checked::new(
                 path.clone(),
                 None,
-                vec![graphready_linter::unreadable("", &path, TextRange::default(), message)],
+                vec![graphready_linter::unreadable(
+                    "",
+                    &path,
+                    TextRange::default(),
+                    message,
+                )],
             ));
         }
     };
@@ -202,7 +209,12 @@ fn check_file(candidate: &Candidate, config: &Resolved) -> Option<Checked> {
             return Some(Checked::new(
                 path.clone(),
                 None,
-                vec![graphready_linter::unreadable("", &path, TextRange::default(), message)],
+                vec![graphready_linter::unreadable(
+                    "",
+                    &path,
+                    TextRange::default(),
+                    message,
+                )],
             ));
         }
     };
@@ -233,7 +245,10 @@ impl PackageCache {
         let package = if dir.join("__init__.py").is_file() {
             let name = dir.file_name()?.to_string_lossy().to_string();
             let absolute = std::path::absolute(dir).ok();
-            let parent = absolute.as_deref().and_then(Path::parent).map(Path::to_path_buf);
+            let parent = absolute
+                .as_deref()
+                .and_then(Path::parent)
+                .map(Path::to_path_buf);
             match parent.and_then(|parent| self.package_of(&parent)) {
                 Some(parent) => Some(format!("{parent}.{name}")),
                 None => Some(name),

@@ -5,7 +5,9 @@ use graphready_diagnostics::{Diagnostic, Severity};
 use std::fmt::Write as _;
 
 fn escape_data(text: &str) -> String {
-    text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
 fn escape_property(text: &str) -> String {

@@ -5,7 +5,8 @@ use graphready_diagnostics::{Diagnostic, Severity};
 use graphready_linter::Rule;
 use serde_json::{json, Value};
 
-const SCHEMA: &str = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
+const SCHEMA: &str =
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
 
 fn level(severity: Severity) -> &'static str {
     match severity {

@@ -20,7 +20,12 @@ const COMPILING_PREDICATES: &[&str] = &[
 ];
 
 pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negated: bool) -> bool {
-    if !negated && settings.debug_guards.iter().any(|guard| guard.matches(test)) {
+    if !negated
+        && settings
+            .debug_guards
+            .iter()
+            .any(|guard| guard.matches(test))
+    {
         return true;
     }
     match test {
@@ -34,13 +39,19 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
             // them is false, so each negation must be safe. `or` is the mirror image.
             let conjunctive = matches!(op, ast::BoolOp::And) != negated;
             if conjunctive {
-                values.iter().any(|v| safe_when(model, settings, v, negated))
+                values
+                    .iter()
+                    .any(|v| safe_when(model, settings, v, negated))
             } else {
-                values.iter().all(|v| safe_when(model, settings, v, negated))
+                values
+                    .iter()
+                    .all(|v| safe_when(model, settings, v, negated))
             }
         }
         Expr::Call(call) if call.arguments.is_empty() => {
-            negated && (is_capture_predicate(model, settings, &call.func) || is_compiling(model, &call.func))
+            negated
+                && (is_capture_predicate(model, settings, &call.func)
+                    || is_compiling(model, &call.func))
         }
         Expr::Attribute(attribute) => negated && attribute.attr.id.as_str() == "is_cuda",
         Expr::Compare(compare) if negated => {
@@ -80,7 +91,7 @@ pub fn is_capture_predicate(model: &SemanticModel, settings: &Settings, func: &E
         .qualified_name(func)
         .and_then(|q| q.rsplit('.').next().map(str::to_string))
         .or_else(|| last_segment(func).map(str::to_string));
-    segment.is_some_and(|segment| settings.capture_predicates.iter().any(|p| *p == segment))
+    segment.is_some_and(|segment| settings.capture_predicates.contains(&segment))
 }
 
 fn is_compiling(model: &SemanticModel, func: &Expr) -> bool {

@@ -323,7 +323,11 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 self.model.bind(name, Ty::Host);
                 let deferred = Deferred {
                     function,
-                    class: self.classes.last().copied().filter(|_| self.function.is_none()),
+                    class: self
+                        .classes
+                        .last()
+                        .copied()
+                        .filter(|_| self.function.is_none()),
                     qualname: self.qualify(name),
                     safe: !self.in_captured_code(),
                 };
@@ -431,7 +435,8 @@ impl<'a> Visitor<'a> for Checker<'a> {
             }
             Expr::Named(named) => {
                 self.visit_expr(&named.value);
-                self.model.bind_target(&named.target, self.model.ty(&named.value));
+                self.model
+                    .bind_target(&named.target, self.model.ty(&named.value));
                 return;
             }
             Expr::ListComp(_) | Expr::SetComp(_) | Expr::DictComp(_) | Expr::Generator(_) => {

@@ -79,7 +79,10 @@ impl<'a> SemanticModel<'a> {
             if is_package {
                 module.to_string()
             } else {
-                module.rsplit_once('.').map_or("", |(parent, _)| parent).to_string()
+                module
+                    .rsplit_once('.')
+                    .map_or("", |(parent, _)| parent)
+                    .to_string()
             }
         });
         SemanticModel {
@@ -114,7 +117,9 @@ impl<'a> SemanticModel<'a> {
     }
 
     fn current(&mut self) -> &mut Scope<'a> {
-        self.scopes.last_mut().expect("the module scope is never popped")
+        self.scopes
+            .last_mut()
+            .expect("the module scope is never popped")
     }
 
     pub fn bind(&mut self, name: &'a str, ty: Ty) {
@@ -246,9 +251,7 @@ impl<'a> SemanticModel<'a> {
             Expr::StringLiteral(literal) => {
                 let text = literal.value.to_str();
                 match text {
-                    "torch.Tensor" | "Tensor" | "torch.nn.Parameter" | "nn.Parameter" => {
-                        Ty::Tensor
-                    }
+                    "torch.Tensor" | "Tensor" | "torch.nn.Parameter" | "nn.Parameter" => Ty::Tensor,
                     _ => Ty::Unknown,
                 }
             }
@@ -381,7 +384,9 @@ impl<'a> SemanticModel<'a> {
                 compare
                     .comparators
                     .iter()
-                    .fold(self.ty(&compare.left), |ty, operand| combine(ty, self.ty(operand)))
+                    .fold(self.ty(&compare.left), |ty, operand| {
+                        combine(ty, self.ty(operand))
+                    })
             }
             Expr::Subscript(subscript) => match self.ty(&subscript.value) {
                 Ty::Tensor | Ty::TensorSeq => Ty::Tensor,
@@ -458,11 +463,12 @@ impl<'a> SemanticModel<'a> {
 
     fn call_ty(&self, call: &ast::ExprCall) -> Ty {
         let has_dim = call.arguments.args.len() > 1
-            || call
-                .arguments
-                .keywords
-                .iter()
-                .any(|keyword| keyword.arg.as_ref().is_some_and(|arg| arg.id.as_str() == "dim"));
+            || call.arguments.keywords.iter().any(|keyword| {
+                keyword
+                    .arg
+                    .as_ref()
+                    .is_some_and(|arg| arg.id.as_str() == "dim")
+            });
         if let Some(qualified) = self.qualified_name(&call.func) {
             let ty = tensor_api::torch_function_result(&qualified, has_dim)
                 .map_or(Ty::Unknown, Ty::from);
@@ -498,11 +504,17 @@ impl<'a> SemanticModel<'a> {
                 let method = attribute.attr.id.as_str();
                 let receiver = self.ty(&attribute.value);
                 match method {
-                    "cpu" | "pin_memory" if matches!(receiver, Ty::Tensor | Ty::CpuTensor | Ty::Unknown) => {
+                    "cpu" | "pin_memory"
+                        if matches!(receiver, Ty::Tensor | Ty::CpuTensor | Ty::Unknown) =>
+                    {
                         return Ty::CpuTensor
                     }
                     "to" if matches!(receiver, Ty::Tensor | Ty::CpuTensor) || is_cpu_move(call) => {
-                        return if is_cpu_move(call) { Ty::CpuTensor } else { Ty::Tensor };
+                        return if is_cpu_move(call) {
+                            Ty::CpuTensor
+                        } else {
+                            Ty::Tensor
+                        };
                     }
                     "cuda" if receiver != Ty::Module => return Ty::Tensor,
                     _ => {}
@@ -569,7 +581,12 @@ pub fn keyword<'e>(call: &'e ast::ExprCall, name: &str) -> Option<&'e Expr> {
     call.arguments
         .keywords
         .iter()
-        .find(|keyword| keyword.arg.as_ref().is_some_and(|arg| arg.id.as_str() == name))
+        .find(|keyword| {
+            keyword
+                .arg
+                .as_ref()
+                .is_some_and(|arg| arg.id.as_str() == name)
+        })
         .map(|keyword| &keyword.value)
 }
 
@@ -602,5 +619,8 @@ fn has_dim_for_method(call: &ast::ExprCall) -> bool {
             .arg
             .as_ref()
             .is_some_and(|arg| arg.id.as_str() == "dim")
-    }) || matches!(call.arguments.args.first(), Some(Expr::NumberLiteral(_) | Expr::UnaryOp(_)))
+    }) || matches!(
+        call.arguments.args.first(),
+        Some(Expr::NumberLiteral(_) | Expr::UnaryOp(_))
+    )
 }

@@ -13,7 +13,10 @@ pub fn method_call(call: &ast::ExprCall) -> Option<(&str, &Expr)> {
 }
 
 /// A call of a builtin by bare name (`print(...)`, `int(...)`), not shadowed by an import.
-pub fn builtin_call<'e>(checker: &crate::checker::Checker, call: &'e ast::ExprCall) -> Option<&'e str> {
+pub fn builtin_call<'e>(
+    checker: &crate::checker::Checker,
+    call: &'e ast::ExprCall,
+) -> Option<&'e str> {
     match &*call.func {
         Expr::Name(name) if checker.model.qualified_name(&call.func).is_none() => {
             Some(name.id.as_str())
@@ -27,7 +30,9 @@ pub fn builtin_call<'e>(checker: &crate::checker::Checker, call: &'e ast::ExprCa
 pub fn host_named(expr: &Expr) -> bool {
     match expr {
         Expr::Name(name) => crate::checker::semantic::host_named(name.id.as_str()),
-        Expr::Attribute(attribute) => crate::checker::semantic::host_named(attribute.attr.id.as_str()),
+        Expr::Attribute(attribute) => {
+            crate::checker::semantic::host_named(attribute.attr.id.as_str())
+        }
         Expr::Subscript(subscript) => host_named(&subscript.value),
         _ => false,
     }

@@ -24,7 +24,9 @@ pub fn expression(checker: &mut Checker, expr: &Expr) {
         Expr::If(if_expr) => truth_test(checker, &if_expr.test),
         Expr::FString(fstring) => rules::tensor_formatting::fstring(checker, fstring),
         Expr::BinOp(binop) => rules::tensor_formatting::percent_format(checker, binop),
-        Expr::Subscript(subscript) => rules::device_scalar_as_size::slice_bounds(checker, subscript),
+        Expr::Subscript(subscript) => {
+            rules::device_scalar_as_size::slice_bounds(checker, subscript)
+        }
         _ => {}
     }
 }

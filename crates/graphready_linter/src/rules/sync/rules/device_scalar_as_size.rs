@@ -45,7 +45,10 @@ impl Violation for DeviceScalarAsSize {
     }
 
     fn fix_title(&self) -> Option<String> {
-        Some("Use a host-known size (static shape or bucket) and mask the rest on the device".to_string())
+        Some(
+            "Use a host-known size (static shape or bucket) and mask the rest on the device"
+                .to_string(),
+        )
     }
 }
 
@@ -71,7 +74,12 @@ pub fn slice_bounds(checker: &mut Checker, subscript: &ast::ExprSubscript) {
         .map(|bound| bound.range())
         .collect();
     for range in bounds {
-        checker.report(DeviceScalarAsSize { context: "a slice bound" }, range);
+        checker.report(
+            DeviceScalarAsSize {
+                context: "a slice bound",
+            },
+            range,
+        );
     }
 }
 
@@ -89,13 +97,22 @@ const SIZED_FACTORIES: &[&str] = &[
 
 /// Tensor methods whose positional arguments are sizes.
 const SIZED_METHODS: &[&str] = &[
-    "view", "reshape", "expand", "repeat", "new_empty", "new_zeros", "new_ones", "new_full",
-    "narrow", "unflatten",
+    "view",
+    "reshape",
+    "expand",
+    "repeat",
+    "new_empty",
+    "new_zeros",
+    "new_ones",
+    "new_full",
+    "narrow",
+    "unflatten",
 ];
 
 /// `range(n)`, `torch.empty(n)`, `x.view(n, -1)` with tensor sizes.
 pub fn size_arguments(checker: &mut Checker, call: &ast::ExprCall) {
-    let (context, sizes): (&'static str, &[Expr]) = if builtin_call(checker, call) == Some("range") {
+    let (context, sizes): (&'static str, &[Expr]) = if builtin_call(checker, call) == Some("range")
+    {
         ("a `range()` bound", &call.arguments.args)
     } else if let Some(qualified) = checker.model.qualified_name(&call.func) {
         if !SIZED_FACTORIES.contains(&qualified.as_str()) {
@@ -103,7 +120,11 @@ pub fn size_arguments(checker: &mut Checker, call: &ast::ExprCall) {
         }
         let args = &call.arguments.args;
         // `torch.full(size, fill_value)`: only the size is a size.
-        let args = if qualified == "torch.full" { &args[..args.len().min(1)] } else { args };
+        let args = if qualified == "torch.full" {
+            &args[..args.len().min(1)]
+        } else {
+            args
+        };
         ("an allocation size", args)
     } else {
         match method_call(call) {
@@ -111,7 +132,11 @@ pub fn size_arguments(checker: &mut Checker, call: &ast::ExprCall) {
                 if SIZED_METHODS.contains(&method) && checker.is_tensor(receiver) =>
             {
                 let args = &call.arguments.args;
-                let args = if method == "new_full" { &args[..args.len().min(1)] } else { args };
+                let args = if method == "new_full" {
+                    &args[..args.len().min(1)]
+                } else {
+                    args
+                };
                 ("a shape argument", args)
             }
             _ => return,
@@ -121,7 +146,11 @@ pub fn size_arguments(checker: &mut Checker, call: &ast::ExprCall) {
     for size in sizes {
         match size {
             Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
-                ranges.extend(elts.iter().filter(|e| checker.is_tensor(e)).map(Ranged::range));
+                ranges.extend(
+                    elts.iter()
+                        .filter(|e| checker.is_tensor(e))
+                        .map(Ranged::range),
+                );
             }
             other if checker.is_tensor(other) => ranges.push(other.range()),
             _ => {}

@@ -81,8 +81,7 @@ pub fn explicit_synchronize(checker: &mut Checker, call: &ast::ExprCall) {
     }
     let reported = match method {
         "synchronize" => {
-            is_stream_or_event(checker, receiver)
-                || matches!(checker.ty(receiver), Ty::Unknown)
+            is_stream_or_event(checker, receiver) || matches!(checker.ty(receiver), Ty::Unknown)
         }
         "query" => is_stream_or_event(checker, receiver),
         _ => false,

@@ -40,7 +40,10 @@ impl Violation for HostTransfer {
     const RULE: Rule = Rule::HostTransfer;
 
     fn message(&self) -> String {
-        format!("`{}` copies a device tensor to host memory and synchronises the stream", self.call)
+        format!(
+            "`{}` copies a device tensor to host memory and synchronises the stream",
+            self.call
+        )
     }
 
     fn fix_title(&self) -> Option<String> {

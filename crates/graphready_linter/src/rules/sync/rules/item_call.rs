@@ -44,7 +44,10 @@ impl Violation for ItemCall {
     }
 
     fn fix_title(&self) -> Option<String> {
-        Some("Keep the value on the device (a 0-d tensor) and use it in tensor operations".to_string())
+        Some(
+            "Keep the value on the device (a 0-d tensor) and use it in tensor operations"
+                .to_string(),
+        )
     }
 }
 

@@ -59,13 +59,17 @@ pub fn tensor_comparison_on_host(checker: &mut Checker, call: &ast::ExprCall) {
             "torch.is_nonzero" => "torch.is_nonzero",
             _ => return,
         };
-        let all_host = call
-            .arguments
-            .args
-            .iter()
-            .all(|argument| matches!(checker.ty(argument), Ty::CpuTensor | Ty::Host | Ty::Array));
+        let all_host =
+            call.arguments.args.iter().all(|argument| {
+                matches!(checker.ty(argument), Ty::CpuTensor | Ty::Host | Ty::Array)
+            });
         if !all_host {
-            checker.report(TensorComparisonOnHost { call: name.to_string() }, call.range());
+            checker.report(
+                TensorComparisonOnHost {
+                    call: name.to_string(),
+                },
+                call.range(),
+            );
         }
         return;
     }

@@ -42,13 +42,25 @@ impl Violation for TensorFormatting {
     }
 
     fn fix_title(&self) -> Option<String> {
-        Some("Log host metadata (`.shape`, `.dtype`) instead, or format outside the captured step".to_string())
+        Some(
+            "Log host metadata (`.shape`, `.dtype`) instead, or format outside the captured step"
+                .to_string(),
+        )
     }
 }
 
 const LOG_METHODS: &[&str] = &[
-    "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "info_once",
-    "warning_once", "debug_once",
+    "debug",
+    "info",
+    "warning",
+    "warn",
+    "error",
+    "exception",
+    "critical",
+    "log",
+    "info_once",
+    "warning_once",
+    "debug_once",
 ];
 
 fn is_logger(checker: &Checker, receiver: &Expr) -> bool {
@@ -129,6 +141,11 @@ pub fn percent_format(checker: &mut Checker, binop: &ast::ExprBinOp) {
         .map(Ranged::range)
         .collect();
     for range in tensors {
-        checker.report(TensorFormatting { how: "`%` formatting" }, range);
+        checker.report(
+            TensorFormatting {
+                how: "`%` formatting",
+            },
+            range,
+        );
     }
 }

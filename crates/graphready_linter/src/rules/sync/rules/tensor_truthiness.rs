@@ -121,6 +121,11 @@ pub fn bool_call(checker: &mut Checker, call: &ast::ExprCall) {
     }
     let argument = &call.arguments.args[0];
     if checker.is_tensor(argument) {
-        checker.report(TensorTruthiness { context: "`bool()`" }, call.range());
+        checker.report(
+            TensorTruthiness {
+                context: "`bool()`",
+            },
+            call.range(),
+        );
     }
 }

@@ -43,7 +43,10 @@ impl Violation for TolistCall {
     }
 
     fn fix_title(&self) -> Option<String> {
-        Some("Keep the data on the device and replace the host loop with fixed-shape tensor work".to_string())
+        Some(
+            "Keep the data on the device and replace the host loop with fixed-shape tensor work"
+                .to_string(),
+        )
     }
 }
 
