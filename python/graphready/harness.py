@@ -9,6 +9,7 @@ Exit status: 0 after the buckets ran (whatever they found), 3 after an `env_erro
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import platform
 import sys
@@ -52,6 +53,9 @@ def environment_error(emitter, kind: str, message: str) -> int:
 
 def main(argv: Optional[Sequence[str]] = None, stream=None) -> int:
     emitter = Emitter(stream if stream is not None else _protocol_stream())
+    if stream is None:
+        # On a segfault, print the Python stack (the user's line) to stderr before dying.
+        faulthandler.enable()
     emitter.send(
         "hello",
         protocol=PROTOCOL_VERSION,

@@ -82,6 +82,24 @@ def profile_hook(hook: Callable):
 # ---------------------------------------------------------------- sync scan
 
 
+@contextlib.contextmanager
+def capturing_as_in_a_graph():
+    """Make `torch.cuda.is_current_stream_capturing()` answer True, so the eager scans take the
+    branches the captured graph will take: validation guarded by it (seed 000's final
+    `pack_ue8m0_to_int`) is skipped here exactly as it is during capture."""
+    patched = []
+    for owner in (torch.cuda, getattr(torch.cuda, "graphs", None)):
+        original = getattr(owner, "is_current_stream_capturing", None)
+        if original is not None:
+            patched.append((owner, original))
+            setattr(owner, "is_current_stream_capturing", lambda: True)
+    try:
+        yield
+    finally:
+        for owner, original in reversed(patched):
+            setattr(owner, "is_current_stream_capturing", original)
+
+
 _SYNC_APIS = (
     (torch.cuda, "synchronize", "torch.cuda.synchronize()"),
     (torch.cuda.Event, "synchronize", "torch.cuda.Event.synchronize()"),
@@ -90,7 +108,7 @@ _SYNC_APIS = (
     (torch.cuda.Stream, "query", "torch.cuda.Stream.query()"),
 )
 
-_SYNC_WARNING = "synchroniz"
+_SYNC_WARNING = "called a synchronizing CUDA operation"
 
 
 @contextlib.contextmanager
@@ -128,30 +146,32 @@ class SyncScan(TorchDispatchMode):
         super().__init__()
         self.filt = filt
         self.log = log
-        self._op_stack: list[list] = []  # [op name, warned]
+        self._op_stack: list[str] = []
+        # torch may hold a warning back until the outermost C++ call returns, after the operator
+        # that raised it left the dispatch mode: the last operator finished is the culprit then.
+        self._last_op: Optional[str] = None
+        self.inside_step = False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        entry = [op_name(func), False]
-        self._op_stack.append(entry)
+        name = op_name(func)
+        self._op_stack.append(name)
         try:
             out = func(*args, **kwargs)
         finally:
             self._op_stack.pop()
-        if not entry[1]:
-            self._check_pageable_copy(func, args, kwargs, entry[0])
+            self._last_op = name
+        self._check_pageable_copy(func, args, kwargs, name)
         return out
 
     def on_warning(self, message, category, filename, lineno, file=None, line=None):
-        text = str(message)
-        if _SYNC_WARNING not in text:
+        if not self.inside_step or _SYNC_WARNING not in str(message):
             return
-        what = self._op_stack[-1][0] if self._op_stack else "synchronizing CUDA call"
-        if self._op_stack:
-            self._op_stack[-1][1] = True
+        what = self._op_stack[-1] if self._op_stack else (self._last_op or "synchronizing CUDA call")
         self.log.add(ev.SYNC, what, user_stack(self.filt), "synchronizing CUDA operation (sync-debug mode)")
 
     def on_api(self, what: str) -> None:
+        self._last_op = what
         self.log.add(ev.SYNC, what, user_stack(self.filt), "host synchronisation not reported by sync-debug mode")
 
     def _check_pageable_copy(self, func, args, kwargs, name):
@@ -187,9 +207,11 @@ class SyncScan(TorchDispatchMode):
             warnings.showwarning = self.on_warning
             with patched_sync_apis(self.on_api), self:
                 torch.cuda.set_sync_debug_mode("warn")
+                self.inside_step = True
                 try:
                     yield
                 finally:
+                    self.inside_step = False
                     torch.cuda.set_sync_debug_mode(previous_mode)
 
 

@@ -2,7 +2,10 @@
 //! from the protocol lines that arrived — also when the child crashed or was killed.
 
 use crate::protocol::{Message, PHASES, PROTOCOL_VERSION};
-use crate::report::{BucketReport, Environment, Outcome, PhaseResult, PhaseStatus, RuntimeReport};
+use crate::report::{
+    BucketReport, Environment, Frame, Outcome, PhaseResult, PhaseStatus, RuntimeEvent,
+    RuntimeReport,
+};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -313,11 +316,13 @@ impl State {
                 let (exit_code, signal) = exit_parts(status);
                 let what = describe_exit(exit_code, signal);
                 if let Some(phase) = &running {
-                    phases.push(PhaseResult::synthetic(
+                    let mut result = PhaseResult::synthetic(
                         phase,
                         PhaseStatus::Crashed,
                         format!("the harness {what} while this phase ran"),
-                    ));
+                    );
+                    result.events.extend(crash_event(&stderr, &what));
+                    phases.push(result);
                 }
                 Outcome::Crashed {
                     phase: running.clone(),
@@ -488,4 +493,60 @@ fn signal_name(signal: i32) -> &'static str {
         15 => " (SIGTERM)",
         _ => "",
     }
+}
+
+/// The user's innermost frame from Python's faulthandler dump (`File "...", line N in f`), so a
+/// segfault in user code still names its line.
+pub fn crash_event(stderr: &str, what: &str) -> Option<RuntimeEvent> {
+    let start = stderr.rfind("Fatal Python error")?;
+    let stack: Vec<Frame> = stderr[start..]
+        .lines()
+        .skip_while(|line| !line.starts_with("Current thread") && !line.starts_with("Thread "))
+        .skip(1)
+        .take_while(|line| line.trim_start().starts_with("File "))
+        .filter_map(parse_fault_frame)
+        .filter(|frame| is_user_path(&frame.path))
+        .collect();
+    let location = stack.first().cloned();
+    Some(RuntimeEvent {
+        kind: "crash".into(),
+        what: stderr[start..]
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        message: format!("the harness {what}"),
+        location,
+        stack,
+        count: 1,
+    })
+}
+
+fn parse_fault_frame(line: &str) -> Option<Frame> {
+    // `  File "/path/x.py", line 15 in step`
+    let rest = line.trim_start().strip_prefix("File \"")?;
+    let (path, rest) = rest.split_once("\", line ")?;
+    let (line_no, function) = rest.split_once(" in ")?;
+    Some(Frame {
+        path: path.to_string(),
+        line: line_no.trim().parse().ok()?,
+        function: function.trim().to_string(),
+    })
+}
+
+fn is_user_path(path: &str) -> bool {
+    const LIBRARY: &[&str] = &[
+        "/torch/",
+        "/triton/",
+        "graphready-probe-",
+        "/graphready/",
+        "<frozen",
+    ];
+    if LIBRARY.iter().any(|fragment| path.contains(fragment)) {
+        return false;
+    }
+    path.contains("site-packages")
+        || path.contains("dist-packages")
+        || !path.contains("/lib/python3")
 }

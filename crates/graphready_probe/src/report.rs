@@ -72,7 +72,7 @@ pub struct Frame {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeEvent {
     /// `sync`, `pageable_copy`, `runtime_sync`, `runtime_alloc`, `capture_break`,
-    /// `uninitialized`, `allocation` or `error`.
+    /// `uninitialized`, `allocation`, `error` or `crash`.
     pub kind: String,
     /// The operator or API: `aten::_local_scalar_dense`, `torch.cuda.synchronize()`, ...
     pub what: String,
@@ -93,9 +93,10 @@ fn one() -> u64 {
 }
 
 impl RuntimeEvent {
-    /// Events that are hazards in their own right (an `error` is user code raising).
+    /// Events that are graph hazards (an `error` is user code raising, a `crash` the
+    /// interpreter dying: facts about the run, not about capturability).
     pub fn is_hazard(&self) -> bool {
-        self.kind != "error"
+        self.kind != "error" && self.kind != "crash"
     }
 }
 

@@ -39,13 +39,12 @@ fn render_bucket(out: &mut String, bucket: &BucketReport, base: &Path) {
         Outcome::Completed => {}
         Outcome::Crashed { phase, .. } | Outcome::TimedOut { phase, .. } => {
             if let Some(tail) = bucket.stderr_tail.as_deref() {
-                let last: Vec<&str> = tail.lines().rev().take(6).collect();
                 let _ = writeln!(
                     out,
-                    "  harness stderr (last lines, during {}):",
+                    "  harness stderr (during {}):",
                     phase.as_deref().unwrap_or("start-up")
                 );
-                for line in last.into_iter().rev() {
+                for line in stderr_excerpt(tail) {
                     let _ = writeln!(out, "    | {line}");
                 }
             }
@@ -235,4 +234,15 @@ pub fn display_path(path: &str, base: &Path) -> String {
     p.strip_prefix(&base)
         .map(|rel| rel.display().to_string())
         .unwrap_or_else(|_| path.to_string())
+}
+
+/// Python's fatal-error dump when there is one (it names the crashing line first), else the
+/// last lines.
+fn stderr_excerpt(tail: &str) -> Vec<&str> {
+    if let Some(start) = tail.rfind("Fatal Python error") {
+        return tail[start..].lines().take(12).collect();
+    }
+    let mut last: Vec<&str> = tail.lines().rev().take(6).collect();
+    last.reverse();
+    last
 }

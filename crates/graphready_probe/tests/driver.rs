@@ -87,6 +87,12 @@ fn segfault_is_recorded_as_the_phase_that_died_and_earlier_phases_are_kept() {
     let died = bucket.phase("profiler_scan").unwrap();
     assert_eq!(died.status, PhaseStatus::Crashed);
     assert!(died.message.as_deref().unwrap().contains("SIGSEGV"));
+    // The faulthandler dump names the user's line, skipping ctypes and the harness.
+    let crash = &died.events[0];
+    assert_eq!(crash.kind, "crash");
+    let at = crash.location.as_ref().unwrap();
+    assert_eq!((at.path.as_str(), at.line), ("/work/examples/crash.py", 15));
+    assert_eq!(crash.what, "Fatal Python error: Segmentation fault");
     assert_eq!(status(&report, 0, "capture"), PhaseStatus::NotRun);
     assert!(bucket
         .stderr_tail

@@ -1,0 +1,31 @@
+"""expect-ready: seed 000's final `pack_ue8m0_to_int`: bit-level validation runs eagerly (always for
+CPU inputs) and is skipped only while capturing, so the graph holds just the packing."""
+
+import torch
+
+from graphready import ProbeTarget
+
+
+def ceil_to_ue8m0(x: torch.Tensor) -> torch.Tensor:
+    """Round each magnitude up to a power of two (a valid UE8M0 value) on the device."""
+    bits = x.abs().float().view(torch.int)
+    exponent = ((bits >> 23) & 0xFF) + (bits & 0x7FFFFF).bool().int()
+    return (exponent.clamp(1, 254) << 23).view(torch.float)
+
+
+def pack_ue8m0_to_int(x: torch.Tensor) -> torch.Tensor:
+    assert x.dtype == torch.float and x.size(-1) % 4 == 0
+    x_int = x.view(torch.int)
+    if not (x.is_cuda and torch.cuda.is_current_stream_capturing()):
+        assert ((x_int >> 31) == 0).all(), "scale values must be non-negative"
+        assert ((x_int & 0x7FFFFF) == 0).all(), "scale values must have zero mantissa"
+    return (x_int >> 23).to(torch.uint8).view(torch.int)
+
+
+def factory(bucket: int) -> ProbeTarget:
+    scales = ceil_to_ue8m0(torch.randn(bucket, 128, device="cuda"))
+
+    def make_inputs():
+        return [ceil_to_ue8m0(torch.randn(bucket, 128, device="cuda") * 8)]
+
+    return ProbeTarget(step=pack_ue8m0_to_int, inputs=[scales], make_inputs=make_inputs)
