@@ -118,6 +118,7 @@ impl<'a> Checker<'a> {
             self.model.bind(self_name, Ty::Unknown);
         }
         self.visit_body(&function.body);
+        rules::function_exit(self, function);
         self.model.exit_function();
         self.safe_depth = saved_safe;
         self.function = saved_function;
@@ -313,6 +314,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
     }
 
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        rules::statement(self, stmt);
         match stmt {
             Stmt::Import(_) | Stmt::ImportFrom(_) => self.model.bind_import(stmt),
             Stmt::FunctionDef(function) => {
@@ -443,7 +445,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 self.model.push_scope(false);
                 visitor::walk_expr(self, expr);
                 self.model.pop_scope();
-                rules::sync::expression(self, expr);
+                rules::expression(self, expr);
                 return;
             }
             Expr::If(if_expr) => {
@@ -456,13 +458,13 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 self.safe_depth += u32::from(else_safe);
                 self.visit_expr(&if_expr.orelse);
                 self.safe_depth -= u32::from(else_safe);
-                rules::sync::expression(self, expr);
+                rules::expression(self, expr);
                 return;
             }
             _ => {}
         }
         visitor::walk_expr(self, expr);
-        rules::sync::expression(self, expr);
+        rules::expression(self, expr);
     }
 
     fn visit_comprehension(&mut self, comprehension: &'a ast::Comprehension) {

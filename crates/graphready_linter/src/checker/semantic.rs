@@ -504,6 +504,7 @@ impl<'a> SemanticModel<'a> {
                 let method = attribute.attr.id.as_str();
                 let receiver = self.ty(&attribute.value);
                 match method {
+                    "numpy" if call.arguments.is_empty() => return Ty::Array,
                     "cpu" | "pin_memory"
                         if matches!(receiver, Ty::Tensor | Ty::CpuTensor | Ty::Unknown) =>
                     {

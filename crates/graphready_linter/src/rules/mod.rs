@@ -2,7 +2,20 @@
 
 pub mod sync;
 
-use ruff_python_ast::{self as ast, Expr};
+use crate::checker::Checker;
+use ruff_python_ast::{self as ast, Expr, Stmt};
+
+/// Every expression, after its children: each family's expression rules.
+pub fn expression(checker: &mut Checker, expr: &Expr) {
+    sync::expression(checker, expr);
+}
+
+/// Every statement, before its children and before its bindings take effect.
+pub fn statement(_checker: &mut Checker, _stmt: &Stmt) {}
+
+/// After a function's body was visited, with the function's bindings still in scope: rules that
+/// judge a whole function (state they gathered from [`statement`] and [`expression`]).
+pub fn function_exit(_checker: &mut Checker, _function: &ast::StmtFunctionDef) {}
 
 /// `receiver.method(...)`: the method name and the receiver, when the callee is an attribute.
 pub fn method_call(call: &ast::ExprCall) -> Option<(&str, &Expr)> {
