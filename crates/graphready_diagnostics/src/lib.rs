@@ -107,6 +107,9 @@ pub struct Diagnostic {
     /// Byte offsets of the span in the source, for printers that render code frames.
     #[serde(skip)]
     pub offsets: (u32, u32),
+    /// Reported only when the hot-path analysis reaches the function from an entry point.
+    #[serde(skip)]
+    pub captured_only: bool,
 }
 
 impl Diagnostic {

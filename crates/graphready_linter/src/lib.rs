@@ -77,6 +77,7 @@ pub fn check(
             message: raw.message,
             fix: raw.fix,
             offsets: (raw.range.start().to_u32(), raw.range.end().to_u32()),
+            captured_only: raw.captured_only,
         })
         .collect();
     diagnostics.dedup_by(|a, b| a.code == b.code && a.offsets == b.offsets);
@@ -99,6 +100,7 @@ pub fn unreadable(source: &str, path: &str, range: TextRange, message: String) -
         message,
         fix: None,
         offsets: (range.start().to_u32(), range.end().to_u32()),
+        captured_only: false,
     }
 }
 

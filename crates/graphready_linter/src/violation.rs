@@ -7,6 +7,10 @@ use crate::registry::Rule;
 /// Messages start lowercase and carry no trailing period; fix titles are imperative.
 pub trait Violation {
     const RULE: Rule;
+    /// A hazard only where the code is known to run captured (host state mutated per step, a
+    /// per-step allocation): reported only for functions the hot-path analysis reaches from an
+    /// entry point, never under `--scope all` alone.
+    const CAPTURED_ONLY: bool = false;
     fn message(&self) -> String;
     fn fix_title(&self) -> Option<String> {
         None

@@ -21,6 +21,7 @@ pub struct RawDiagnostic {
     pub message: String,
     pub fix: Option<String>,
     pub function: Option<String>,
+    pub captured_only: bool,
 }
 
 /// A function body whose visit waits until the enclosing module (or class) is fully bound.
@@ -76,6 +77,7 @@ impl<'a> Checker<'a> {
             message: violation.message(),
             fix: violation.fix_title(),
             function: self.function.clone(),
+            captured_only: V::CAPTURED_ONLY,
         });
     }
 
