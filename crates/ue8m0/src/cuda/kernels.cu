@@ -102,7 +102,15 @@ __device__ __forceinline__ u32 pack4(uint4 v) {
            (v.w >> 23 & 0xFFu) << 24;
 }
 
+// Cheap test of four values: sign or mantissa bits anywhere, or +inf (the only sign-0,
+// mantissa-0 value with exponent 255). The per-element path runs only when it fires.
+__device__ __forceinline__ bool any_invalid4(uint4 v) {
+    return ((v.x | v.y | v.z | v.w) & 0x807FFFFFu) != 0u || v.x == 0x7F800000u ||
+           v.y == 0x7F800000u || v.z == 0x7F800000u || v.w == 0x7F800000u;
+}
+
 __device__ __forceinline__ void check4(Bad& bad, uint4 v, u64 first) {
+    if (!any_invalid4(v)) return;
     bad.check(v.x, first);
     bad.check(v.y, first + 1);
     bad.check(v.z, first + 2);
@@ -260,13 +268,176 @@ template <> struct Elem<float> {
     }
 };
 
+template <int CHUNKS> struct Unit {
+    u64 row;
+    u32 kp, b, mrow;
+    bool active;
+    uint4 c[CHUNKS];
+};
+
+// Position of a unit: its row (flat, batch b, row mrow within the batch) and packed word kp.
+// Warps walk the units with a constant stride; positions advance without 64-bit divisions.
+struct Pos {
+    u64 row;
+    u32 kp, b, mrow;
+};
+
+__device__ __forceinline__ Pos pos_of(u64 u, u32 words, u32 m) {
+    Pos p;
+    p.row = u / words;
+    p.kp = (u32)(u % words);
+    p.b = (u32)(p.row / m);
+    p.mrow = (u32)(p.row % m);
+    return p;
+}
+
+// `step` is pos_of(stride); kp and mrow stay below words and m, so one carry each suffices.
+__device__ __forceinline__ void advance(Pos& p, const Pos& step, u32 words, u32 m) {
+    p.kp += step.kp;
+    u32 carry = 0u;
+    if (p.kp >= words) {
+        p.kp -= words;
+        carry = 1u;
+    }
+    p.row += step.row + carry;
+    p.mrow += step.mrow + carry;
+    p.b += step.b;
+    if (p.mrow >= m) {
+        p.mrow -= m;
+        p.b += 1u;
+    }
+}
+
+template <typename T, bool VEC>
+__device__ __forceinline__ void load_unit(Unit<Elem<T>::CHUNKS>& un, const Pos& p, const T* __restrict__ x,
+                                          const int* masked_m, u32 m, u32 k, u32 lane) {
+    constexpr int V = Elem<T>::V, CHUNKS = Elem<T>::CHUNKS;
+    un.row = p.row;
+    un.kp = p.kp;
+    un.b = p.b;
+    un.mrow = p.mrow;
+    un.active = un.mrow < active_rows(masked_m, un.b, m);
+    if (!un.active) return;
+    const u64 row_off = un.row * k;
+    #pragma unroll
+    for (int ch = 0; ch < CHUNKS; ++ch) {
+        const u32 col = un.kp * 512u + ch * 32u * V + lane * V;
+        if (VEC) {
+            un.c[ch] = col < k ? __ldcs(reinterpret_cast<const uint4*>(x + row_off + col))
+                               : make_uint4(0u, 0u, 0u, 0u);
+        } else {
+            const u32 valid = col < k ? min((u32)V, k - col) : 0u;
+            un.c[ch] = Elem<T>::load_scalar(x + row_off + col, valid);
+        }
+    }
+}
+
+template <typename T, bool VEC, int LAYOUT>
+__device__ __forceinline__ void process_unit(const Unit<Elem<T>::CHUNKS>& un, unsigned char* __restrict__ q,
+                                             u32* __restrict__ scales, u32 k, u32 groups, u32 words,
+                                             u32 tma_m, u32 lane, bool ue8m0) {
+    typedef Elem<T> E;
+    constexpr int V = E::V, CHUNKS = E::CHUNKS;
+    constexpr int LANES_PER_GROUP = 128 / V;  // 16 for bf16, 32 for f32
+    const u64 row = un.row;
+    const u32 kp = un.kp;
+    const u64 row_off = row * k;
+    u32 sf_bits[CHUNKS];
+    if (un.active) {
+        #pragma unroll
+        for (int ch = 0; ch < CHUNKS; ++ch) {
+            // max |x| on bits: non-negative floats order like their bits, NaN above inf.
+            u32 amax = 0u;
+            #pragma unroll
+            for (int j = 0; j < V; ++j) amax = max(amax, __float_as_uint(E::at(un.c[ch], j)) & 0x7FFFFFFFu);
+            #pragma unroll
+            for (int o = LANES_PER_GROUP / 2; o > 0; o >>= 1) amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+            sf_bits[ch] = group_scale_bits(amax, ue8m0);
+            const float inv = __frcp_rn(__uint_as_float(sf_bits[ch]));
+            const u32 col = kp * 512u + ch * 32u * V + lane * V;
+            u32 out[V / 4];
+            #pragma unroll
+            for (int w = 0; w < V / 4; ++w) {
+                const u32 lo = cvt_e4m3x2(__fmul_rn(E::at(un.c[ch], 4 * w), inv), __fmul_rn(E::at(un.c[ch], 4 * w + 1), inv));
+                const u32 hi = cvt_e4m3x2(__fmul_rn(E::at(un.c[ch], 4 * w + 2), inv), __fmul_rn(E::at(un.c[ch], 4 * w + 3), inv));
+                out[w] = lo | (hi << 16);
+            }
+            if (col < k) {
+                unsigned char* dst = q + row_off + col;
+                if (VEC) {
+                    if (V == 8) {
+                        __stcs(reinterpret_cast<uint2*>(dst), make_uint2(out[0], out[V / 4 - 1]));
+                    } else {
+                        __stcs(reinterpret_cast<u32*>(dst), out[0]);
+                    }
+                } else {
+                    const u32 valid = min((u32)V, k - col);
+                    for (u32 j = 0; j < valid; ++j) dst[j] = (unsigned char)(out[j / 4] >> (8u * (j % 4u)));
+                }
+            }
+        }
+    } else {
+        #pragma unroll
+        for (int ch = 0; ch < CHUNKS; ++ch) {
+            sf_bits[ch] = ONE_BITS;
+            const u32 col = kp * 512u + ch * 32u * V + lane * V;
+            if (col < k) {
+                unsigned char* dst = q + row_off + col;
+                if (VEC) {
+                    if (V == 8) {
+                        __stcs(reinterpret_cast<uint2*>(dst), make_uint2(0u, 0u));
+                    } else {
+                        __stcs(reinterpret_cast<u32*>(dst), 0u);
+                    }
+                } else {
+                    const u32 valid = min((u32)V, k - col);
+                    for (u32 j = 0; j < valid; ++j) dst[j] = 0;
+                }
+            }
+        }
+    }
+    // Scales. Group of chunk `ch` for this lane: unit group index ch * 32 * V / 128 + lane / LANES_PER_GROUP.
+    if (LAYOUT == LAYOUT_F32) {
+        #pragma unroll
+        for (int ch = 0; ch < CHUNKS; ++ch) {
+            const u32 gi = ch * 32u * V / 128u + lane / LANES_PER_GROUP;
+            const u32 g = kp * 4u + gi;
+            if (lane % LANES_PER_GROUP == 0u && g < groups) scales[row * groups + g] = sf_bits[ch];
+        }
+    } else {
+        u32 byte[4];
+        if (V == 8) {
+            // lanes 0-15 hold groups 0 and 2, lanes 16-31 groups 1 and 3.
+            const u32 other0 = __shfl_xor_sync(0xFFFFFFFFu, sf_bits[0], 16);
+            const u32 other1 = __shfl_xor_sync(0xFFFFFFFFu, sf_bits[CHUNKS - 1], 16);
+            byte[0] = sf_bits[0] >> 23;
+            byte[1] = other0 >> 23;
+            byte[2] = sf_bits[CHUNKS - 1] >> 23;
+            byte[3] = other1 >> 23;
+        } else {
+            #pragma unroll
+            for (int gi = 0; gi < 4; ++gi) byte[gi] = sf_bits[gi % CHUNKS] >> 23;
+        }
+        if (lane == 0u) {
+            u32 word = 0u;
+            #pragma unroll
+            for (u32 gi = 0; gi < 4u; ++gi) {
+                if (kp * 4u + gi < groups) word |= (byte[gi] & 0xFFu) << (8u * gi);
+            }
+            if (LAYOUT == LAYOUT_PACKED_ROW) {
+                scales[row * words + kp] = word;
+            } else {
+                scales[((u64)un.b * words + kp) * tma_m + un.mrow] = word;
+            }
+        }
+    }
+}
+
 template <typename T, bool VEC, int LAYOUT>
 __device__ __forceinline__ void quantize_impl(const T* __restrict__ x, unsigned char* __restrict__ q,
                                               u32* __restrict__ scales, const int* masked_m,
                                               u32 batches, u32 m, u32 k, int use_ue8m0) {
-    typedef Elem<T> E;
-    constexpr int V = E::V, CHUNKS = E::CHUNKS;
-    constexpr int LANES_PER_GROUP = 128 / V;  // 16 for bf16, 32 for f32
+    constexpr int CHUNKS = Elem<T>::CHUNKS;
     const u32 groups = (k + 127u) / 128u;
     const u32 words = (groups + 3u) / 4u;
     const u32 tma_m = (m + 3u) / 4u * 4u;
@@ -286,113 +457,19 @@ __device__ __forceinline__ void quantize_impl(const T* __restrict__ x, unsigned 
 
     const u64 warp = global_tid() / 32, nwarps = global_threads() / 32;
     const u64 units = rows * words;
-    for (u64 u = warp; u < units; u += nwarps) {
-        const u64 row = u / words;
-        const u32 kp = (u32)(u % words);
-        const u32 b = (u32)(row / m), mrow = (u32)(row % m);
-        const bool active = mrow < active_rows(masked_m, b, m);
-        const u64 row_off = row * k;
-        u32 sf_bits[CHUNKS];
-        if (active) {
-            uint4 c[CHUNKS];
-            #pragma unroll
-            for (int ch = 0; ch < CHUNKS; ++ch) {
-                const u32 col = kp * 512u + ch * 32u * V + lane * V;
-                if (VEC) {
-                    c[ch] = col < k ? __ldcs(reinterpret_cast<const uint4*>(x + row_off + col))
-                                    : make_uint4(0u, 0u, 0u, 0u);
-                } else {
-                    const u32 valid = col < k ? min((u32)V, k - col) : 0u;
-                    c[ch] = E::load_scalar(x + row_off + col, valid);
-                }
-            }
-            #pragma unroll
-            for (int ch = 0; ch < CHUNKS; ++ch) {
-                // max |x| on bits: non-negative floats order like their bits, NaN above inf.
-                u32 amax = 0u;
-                #pragma unroll
-                for (int j = 0; j < V; ++j) amax = max(amax, __float_as_uint(E::at(c[ch], j)) & 0x7FFFFFFFu);
-                #pragma unroll
-                for (int o = LANES_PER_GROUP / 2; o > 0; o >>= 1) amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
-                sf_bits[ch] = group_scale_bits(amax, ue8m0);
-                const float inv = __frcp_rn(__uint_as_float(sf_bits[ch]));
-                const u32 col = kp * 512u + ch * 32u * V + lane * V;
-                u32 out[V / 4];
-                #pragma unroll
-                for (int w = 0; w < V / 4; ++w) {
-                    const u32 lo = cvt_e4m3x2(__fmul_rn(E::at(c[ch], 4 * w), inv), __fmul_rn(E::at(c[ch], 4 * w + 1), inv));
-                    const u32 hi = cvt_e4m3x2(__fmul_rn(E::at(c[ch], 4 * w + 2), inv), __fmul_rn(E::at(c[ch], 4 * w + 3), inv));
-                    out[w] = lo | (hi << 16);
-                }
-                if (col < k) {
-                    unsigned char* dst = q + row_off + col;
-                    if (VEC) {
-                        if (V == 8) {
-                            __stcs(reinterpret_cast<uint2*>(dst), make_uint2(out[0], out[V / 4 - 1]));
-                        } else {
-                            __stcs(reinterpret_cast<u32*>(dst), out[0]);
-                        }
-                    } else {
-                        const u32 valid = min((u32)V, k - col);
-                        for (u32 j = 0; j < valid; ++j) dst[j] = (unsigned char)(out[j / 4] >> (8u * (j % 4u)));
-                    }
-                }
-            }
-        } else {
-            #pragma unroll
-            for (int ch = 0; ch < CHUNKS; ++ch) {
-                sf_bits[ch] = ONE_BITS;
-                const u32 col = kp * 512u + ch * 32u * V + lane * V;
-                if (col < k) {
-                    unsigned char* dst = q + row_off + col;
-                    if (VEC) {
-                        if (V == 8) {
-                            __stcs(reinterpret_cast<uint2*>(dst), make_uint2(0u, 0u));
-                        } else {
-                            __stcs(reinterpret_cast<u32*>(dst), 0u);
-                        }
-                    } else {
-                        const u32 valid = min((u32)V, k - col);
-                        for (u32 j = 0; j < valid; ++j) dst[j] = 0;
-                    }
-                }
-            }
-        }
-        // Scales. Group of chunk `ch` for this lane: unit group index ch * 32 * V / 128 + lane / LANES_PER_GROUP.
-        if (LAYOUT == LAYOUT_F32) {
-            #pragma unroll
-            for (int ch = 0; ch < CHUNKS; ++ch) {
-                const u32 gi = ch * 32u * V / 128u + lane / LANES_PER_GROUP;
-                const u32 g = kp * 4u + gi;
-                if (lane % LANES_PER_GROUP == 0u && g < groups) scales[row * groups + g] = sf_bits[ch];
-            }
-        } else {
-            u32 byte[4];
-            if (V == 8) {
-                // lanes 0-15 hold groups 0 and 2, lanes 16-31 groups 1 and 3.
-                const u32 other0 = __shfl_xor_sync(0xFFFFFFFFu, sf_bits[0], 16);
-                const u32 other1 = __shfl_xor_sync(0xFFFFFFFFu, sf_bits[CHUNKS - 1], 16);
-                byte[0] = sf_bits[0] >> 23;
-                byte[1] = other0 >> 23;
-                byte[2] = sf_bits[CHUNKS - 1] >> 23;
-                byte[3] = other1 >> 23;
-            } else {
-                #pragma unroll
-                for (int gi = 0; gi < 4; ++gi) byte[gi] = sf_bits[gi % CHUNKS] >> 23;
-            }
-            if (lane == 0u) {
-                u32 word = 0u;
-                #pragma unroll
-                for (u32 gi = 0; gi < 4u; ++gi) {
-                    if (kp * 4u + gi < groups) word |= (byte[gi] & 0xFFu) << (8u * gi);
-                }
-                if (LAYOUT == LAYOUT_PACKED_ROW) {
-                    scales[row * words + kp] = word;
-                } else {
-                    scales[((u64)b * words + kp) * tma_m + mrow] = word;
-                }
-            }
-        }
+    // Two units per iteration: both units' loads are in flight before either is reduced.
+    if (warp >= units) return;  // whole warps only: no status flush in this kernel
+    Pos pa = pos_of(warp, words, m), pb = pos_of(warp + nwarps, words, m);
+    const Pos step = pos_of(2 * nwarps, words, m);
+    for (u64 u0 = warp; u0 < units; u0 += 2 * nwarps) {
+        Unit<CHUNKS> a, b;
+        load_unit<T, VEC>(a, pa, x, masked_m, m, k, lane);
+        const bool has_b = u0 + nwarps < units;  // warp-uniform
+        if (has_b) load_unit<T, VEC>(b, pb, x, masked_m, m, k, lane);
+        process_unit<T, VEC, LAYOUT>(a, q, scales, k, groups, words, tma_m, lane, ue8m0);
+        if (has_b) process_unit<T, VEC, LAYOUT>(b, q, scales, k, groups, words, tma_m, lane, ue8m0);
+        advance(pa, step, words, m);
+        advance(pb, step, words, m);
     }
 }
 
