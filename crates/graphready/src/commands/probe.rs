@@ -126,7 +126,7 @@ fn resolve_python(flag: Option<&OsString>) -> OsString {
 fn environment_error(err: ProbeError, python: &OsString) -> anyhow::Error {
     let python = python.to_string_lossy();
     match &err {
-        ProbeError::Environment { kind, .. } if kind == "no_torch" || kind == "no_cuda" => {
+        ProbeError::Environment { kind, .. } if kind == "no_cuda" => {
             anyhow::anyhow!(
                 "{err}\n(interpreter: {python}; choose another with --python or {PYTHON_ENV})"
             )
@@ -155,6 +155,35 @@ mod tests {
         assert_eq!(buckets(&[1, 2, 2, 8]).unwrap(), vec![1, 2, 8]);
         assert!(buckets(&[0]).is_err());
         assert!(buckets(&[]).is_err());
+    }
+
+    fn args(target: &str) -> ProbeArgs {
+        ProbeArgs {
+            target: target.into(),
+            buckets: vec![1],
+            output: None,
+            check: Vec::new(),
+            timeout: 60,
+            python: None,
+            output_format: ProbeFormat::Text,
+        }
+    }
+
+    /// Issue 5: environment errors are errors (exit 2) with a message naming what is missing.
+    #[test]
+    fn bad_target_and_missing_interpreter_are_errors() {
+        if std::process::Command::new("python3")
+            .arg("--version")
+            .output()
+            .is_ok()
+        {
+            let err = run(&args("no/such/model.py:factory")).unwrap_err();
+            assert!(format!("{err:#}").contains("does not exist"), "{err:#}");
+        }
+        let mut missing = args("model.py:factory");
+        missing.python = Some("/nonexistent/python3".into());
+        let err = run(&missing).unwrap_err();
+        assert!(format!("{err:#}").contains("--python"), "{err:#}");
     }
 
     #[test]
