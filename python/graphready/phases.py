@@ -219,6 +219,7 @@ def phase_sync_scan(ctx: Context, result: dict) -> None:
             ctx.target.step(*ctx.target.inputs)
     finally:
         result["coverage"] = coverage.to_json()
+        result["details"] = {"sync_warnings_outside_the_step": scan.ignored}
     torch.cuda.synchronize()
     if len(log):
         result["status"] = "fail"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import sys
+import threading
 import warnings
 from typing import Callable, Optional
 
@@ -151,6 +152,10 @@ class SyncScan(TorchDispatchMode):
         # that raised it left the dispatch mode: the last operator finished is the culprit then.
         self._last_op: Optional[str] = None
         self.inside_step = False
+        self._thread: Optional[int] = None
+        # Sync warnings raised outside the step, or on another thread (torch's own background
+        # work), are not the user's: counted, not reported.
+        self.ignored = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -165,7 +170,10 @@ class SyncScan(TorchDispatchMode):
         return out
 
     def on_warning(self, message, category, filename, lineno, file=None, line=None):
-        if not self.inside_step or _SYNC_WARNING not in str(message):
+        if _SYNC_WARNING not in str(message):
+            return
+        if not self.inside_step or threading.get_ident() != self._thread:
+            self.ignored += 1
             return
         what = self._op_stack[-1] if self._op_stack else (self._last_op or "synchronizing CUDA call")
         self.log.add(ev.SYNC, what, user_stack(self.filt), "synchronizing CUDA operation (sync-debug mode)")
@@ -207,6 +215,7 @@ class SyncScan(TorchDispatchMode):
             warnings.showwarning = self.on_warning
             with patched_sync_apis(self.on_api), self:
                 torch.cuda.set_sync_debug_mode("warn")
+                self._thread = threading.get_ident()
                 self.inside_step = True
                 try:
                     yield
