@@ -220,6 +220,12 @@ proptest! {
         prop_assert_eq!(pack(&back).unwrap(), packed);
     }
 
+}
+
+proptest! {
+    // Each case quantises up to a few thousand values through the slow FP8 model.
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
     #[test]
     fn quantize_matches_torch_chain(
         rows in 1usize..4,

@@ -26,7 +26,7 @@
 
 mod status;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{
     result, sys, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr,
@@ -96,17 +96,17 @@ pub enum PackedLayout {
 
 /// Input element types of the quantiser on the device.
 pub trait DeviceInput: QuantInput + DeviceRepr {
-    /// Kernel name stem.
-    const NAME: &'static str;
+    /// Row of the kernel table: 0 for bf16, 1 for f32.
+    const KERNEL_INDEX: usize;
     /// Elements per 16-byte vector.
     const PER_16B: usize;
 }
 impl DeviceInput for Bf16 {
-    const NAME: &'static str = "bf16";
+    const KERNEL_INDEX: usize = 0;
     const PER_16B: usize = 8;
 }
 impl DeviceInput for f32 {
-    const NAME: &'static str = "f32";
+    const KERNEL_INDEX: usize = 1;
     const PER_16B: usize = 4;
 }
 
@@ -124,7 +124,9 @@ struct Kernels {
 pub struct Ue8m0Cuda {
     stream: Arc<CudaStream>,
     k: Kernels,
-    scratch: DeviceStatus,
+    // Held across reset -> launch -> read so that eager checks from several host threads sharing
+    // this object do not mix their counts.
+    scratch: Mutex<DeviceStatus>,
     capture: DeviceStatus,
     max_blocks: u32,
 }
@@ -177,33 +179,25 @@ impl Ue8m0Cuda {
         if (major, minor) < (8, 9) {
             return Err(CudaError::Arch(major, minor));
         }
-        let arch: &'static str = match (major, minor) {
-            (8, 9) => "compute_89",
-            (9, _) => "compute_90",
-            (10, 0) => "compute_100",
-            (10, _) => "compute_103",
-            (12, 0) => "compute_120",
-            _ => "compute_90",
+        // The kernels use nothing past sm_89's FP8 conversion; newer devices JIT the sm_90 PTX.
+        let arch = if (major, minor) == (8, 9) {
+            "compute_89"
+        } else {
+            "compute_90"
         };
         let module = ctx.load_module(compile(arch)?)?;
         let f = |name: &str| module.load_function(name);
-        let quant_fn = |input: &str, vec: &str, layout: &str| {
-            module.load_function(&format!("ue8m0_quant_{input}_{vec}_{layout}"))
+        let quant_for = |input: &str| -> Result<[[CudaFunction; 3]; 2], DriverError> {
+            let by_layout = |vec: &str| -> Result<[CudaFunction; 3], DriverError> {
+                Ok([
+                    f(&format!("ue8m0_quant_{input}_{vec}_f32"))?,
+                    f(&format!("ue8m0_quant_{input}_{vec}_row"))?,
+                    f(&format!("ue8m0_quant_{input}_{vec}_mn"))?,
+                ])
+            };
+            Ok([by_layout("any")?, by_layout("vec")?])
         };
-        let mut quant = Vec::with_capacity(2);
-        for input in ["bf16", "f32"] {
-            let mut by_vec = Vec::with_capacity(2);
-            for vec in ["any", "vec"] {
-                by_vec.push([
-                    quant_fn(input, vec, "f32")?,
-                    quant_fn(input, vec, "row")?,
-                    quant_fn(input, vec, "mn")?,
-                ]);
-            }
-            let [a, b]: [[CudaFunction; 3]; 2] = by_vec.try_into().expect("two variants");
-            quant.push([a, b]);
-        }
-        let quant: [[[CudaFunction; 3]; 2]; 2] = quant.try_into().expect("two inputs");
+        let quant = [quant_for("bf16")?, quant_for("f32")?];
         let k = Kernels {
             ceil: f("ue8m0_ceil")?,
             pack: f("ue8m0_pack")?,
@@ -221,7 +215,7 @@ impl Ue8m0Cuda {
         Ok(Self {
             stream,
             k,
-            scratch,
+            scratch: Mutex::new(scratch),
             capture,
             max_blocks,
         })
@@ -484,8 +478,7 @@ impl Ue8m0Cuda {
         let vec = shape.k.is_multiple_of(T::PER_16B)
             && aligned(&[xp], 16)
             && aligned(&[qp], T::PER_16B as u64);
-        let input = usize::from(T::NAME == "f32");
-        let func = &self.k.quant[input][usize::from(vec)][layout];
+        let func = &self.k.quant[T::KERNEL_INDEX][usize::from(vec)][layout];
         let use_ue8m0 = i32::from(use_ue8m0);
         // One warp per unit of 512 columns; 8 warps per block.
         let cfg = self.grid(units.max(1) * 32);
@@ -534,9 +527,10 @@ impl Ue8m0Cuda {
             Check::Deferred(status) => launch(status.device_ptr(&self.stream)),
             Check::Eager if self.is_capturing()? => launch(self.capture.device_ptr(&self.stream)),
             Check::Eager => {
-                self.scratch.reset(&self.stream)?;
-                launch(self.scratch.device_ptr(&self.stream))?;
-                let Some(report) = self.scratch.read(&self.stream)? else {
+                let scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+                scratch.reset(&self.stream)?;
+                launch(scratch.device_ptr(&self.stream))?;
+                let Some(report) = scratch.read(&self.stream)? else {
                     return Ok(());
                 };
                 let mut bits = [0u32; 1];
