@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Every GPU test and benchmark, on a machine with an NVIDIA GPU, CUDA and PyTorch:
+#   scripts/build-gpu.sh            # here: builds .gpu-bin/
+#   scripts/gpu-tests.sh            # there, from the repository root, with .gpu-bin/ carried along
+# Parts: the ue8m0 kernels (bit-exactness, capture/replay, deferred validation, benchmark) and
+# the probe (examples per hazard, clean programs, MoE buckets, seed 000 controls).
+# Exit status: 0 when every part passed.
+set -u -o pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+status=0
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+
+echo; echo "######## ue8m0"
+bash scripts/gpu/ue8m0.sh || status=1
+
+echo; echo "######## probe"
+bash scripts/gpu/probe.sh || status=1
+
+echo
+if [ "$status" -eq 0 ]; then echo "== gpu-tests: PASS"; else echo "== gpu-tests: FAIL"; fi
+exit "$status"
