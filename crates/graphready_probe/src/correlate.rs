@@ -177,6 +177,17 @@ fn runtime_sites(runtime: &RuntimeReport, base: &Path) -> Vec<(SiteKey, RuntimeS
                     message: event.message.clone(),
                 }
             });
+            // The message of the most serious kind seen here describes the site.
+            if kind_rank(&event.kind)
+                < site
+                    .kinds
+                    .iter()
+                    .map(|k| kind_rank(k))
+                    .min()
+                    .unwrap_or(u8::MAX)
+            {
+                site.message = event.message.clone();
+            }
             push_unique(&mut site.kinds, &event.kind);
             push_unique(&mut site.operations, &event.what);
             push_unique(&mut site.phases, phase);
@@ -209,6 +220,14 @@ fn push_unique(list: &mut Vec<String>, value: &str) {
 
 /// Capture breakers and syncs before copies and allocations (stable within a rank).
 fn severity_rank(site: &RuntimeSite) -> u8 {
+    site.kinds
+        .iter()
+        .map(|k| kind_rank(k))
+        .min()
+        .unwrap_or(u8::MAX)
+}
+
+fn kind_rank(kind: &str) -> u8 {
     const ORDER: &[&str] = &[
         "capture_break",
         "sync",
@@ -218,9 +237,8 @@ fn severity_rank(site: &RuntimeSite) -> u8 {
         "runtime_alloc",
         "allocation",
     ];
-    site.kinds
+    ORDER
         .iter()
-        .filter_map(|k| ORDER.iter().position(|o| o == k))
-        .min()
+        .position(|o| *o == kind)
         .map_or(u8::MAX, |p| p as u8)
 }
