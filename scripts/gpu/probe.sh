@@ -94,6 +94,27 @@ report() {  # name buckets expected
 for name in "${HAZARDS[@]}"; do report "$name" 1 1; done
 for spec in "${CLEAN[@]}"; do report $spec 0; done
 
+# The CLI's other paths: a module TARGET, JSON on stdout, and environment errors (exit 2).
+cli_case() {  # label expected-exit command...
+  local label=$1 expect=$2 code verdict
+  shift 2
+  echo
+  echo "== $label: $*"
+  "$@" > "$LOGS/cli.out" 2> "$LOGS/cli.err"
+  code=$?
+  head -c 300 "$LOGS/cli.err"
+  if [ "$code" = "$expect" ]; then verdict=ok; else verdict=UNEXPECTED; status=1; fi
+  echo "-> exit $code"
+  SUMMARY+=("$(printf '%-18s exit %-3s (expected %s) %s' "$label" "$code" "$expect" "$verdict")")
+}
+if [ -x "$BIN" ]; then
+  ABS_BIN="$PWD/$BIN"
+  cli_case "module TARGET" 0 bash -c "cd examples/probe && '$ABS_BIN' probe clean_mlp:factory --output-format json | python3 -c 'import json,sys; r=json.load(sys.stdin); print(\"schema\", r[\"schema_version\"], \"ready\", r[\"summary\"][\"ready\"]); sys.exit(0 if r[\"summary\"][\"ready\"] else 1)'"
+  cli_case "no CUDA device" 2 env CUDA_VISIBLE_DEVICES= "$BIN" probe examples/probe/item.py:factory
+  cli_case "bad TARGET" 2 "$BIN" probe examples/probe/item.py:no_such_factory
+  cli_case "no interpreter" 2 "$BIN" probe examples/probe/item.py:factory --python /nonexistent/python3
+fi
+
 echo
 echo "== summary"
 echo "pytest: $(grep -E '[0-9]+ (passed|failed)' "$LOGS/pytest.log" | tail -1)"
