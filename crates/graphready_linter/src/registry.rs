@@ -68,6 +68,27 @@ rule_table! {
     "GR107", ExplicitSynchronize, "explicit-synchronize", Sync, Error, crate::rules::sync::rules::explicit_synchronize::ExplicitSynchronize;
     "GR108", TensorFormatting, "tensor-formatting", Sync, Error, crate::rules::sync::rules::tensor_formatting::TensorFormatting;
     "GR109", DeviceScalarAsSize, "device-scalar-as-size", Sync, Error, crate::rules::sync::rules::device_scalar_as_size::DeviceScalarAsSize;
+    "GR201", DynamicOutputShapeOp, "dynamic-output-shape-op", DynamicShape, Error, crate::rules::dynamic_shape::rules::dynamic_output_shape_op::DynamicOutputShapeOp;
+    "GR202", BooleanMaskIndexing, "boolean-mask-indexing", DynamicShape, Error, crate::rules::dynamic_shape::rules::boolean_mask_indexing::BooleanMaskIndexing;
+    "GR203", RepeatInterleaveWithoutOutputSize, "repeat-interleave-without-output-size", DynamicShape, Error, crate::rules::dynamic_shape::rules::repeat_interleave_without_output_size::RepeatInterleaveWithoutOutputSize;
+    "GR204", OneHotWithoutNumClasses, "one-hot-without-num-classes", DynamicShape, Error, crate::rules::dynamic_shape::rules::one_hot_without_num_classes::OneHotWithoutNumClasses;
+    "GR205", SplitByDeviceSizes, "split-by-device-sizes", DynamicShape, Error, crate::rules::dynamic_shape::rules::split_by_device_sizes::SplitByDeviceSizes;
+    "GR301", HostDataToDevice, "host-data-to-device", HostData, Error, crate::rules::host_data::rules::host_data_to_device::HostDataToDevice;
+    "GR302", HostIndexOnDeviceTensor, "host-index-on-device-tensor", HostData, Error, crate::rules::host_data::rules::host_index_on_device_tensor::HostIndexOnDeviceTensor;
+    "GR303", HostScalarWrittenToDevice, "host-scalar-written-to-device", HostData, Error, crate::rules::host_data::rules::host_scalar_written_to_device::HostScalarWrittenToDevice;
+    "GR304", HostStateMutatedInStep, "host-state-mutated-in-step", HostData, Warning, crate::rules::host_data::rules::host_state_mutated_in_step::HostStateMutatedInStep;
+    "GR401", PerStepAllocation, "per-step-allocation", Allocation, Info, crate::rules::allocation::rules::per_step_allocation::PerStepAllocation;
+    "GR402", HostAllocationMovedToDevice, "host-allocation-moved-to-device", Allocation, Warning, crate::rules::allocation::rules::host_allocation_moved_to_device::HostAllocationMovedToDevice;
+    "GR403", GrowOnDemandBuffer, "grow-on-demand-buffer", Allocation, Error, crate::rules::allocation::rules::grow_on_demand_buffer::GrowOnDemandBuffer;
+    "GR404", UninitializedPartialWrite, "uninitialized-partial-write", Allocation, Error, crate::rules::allocation::rules::uninitialized_partial_write::UninitializedPartialWrite;
+    "GR501", CudaRuntimeCallInStep, "cuda-runtime-call-in-step", CaptureIllegal, Error, crate::rules::capture_illegal::rules::cuda_runtime_call_in_step::CudaRuntimeCallInStep;
+    "GR502", PinMemoryInStep, "pin-memory-in-step", CaptureIllegal, Error, crate::rules::capture_illegal::rules::pin_memory_in_step::PinMemoryInStep;
+    "GR503", RngStateInStep, "rng-state-in-step", CaptureIllegal, Error, crate::rules::capture_illegal::rules::rng_state_in_step::RngStateInStep;
+    "GR504", UnregisteredGeneratorInStep, "unregistered-generator-in-step", CaptureIllegal, Error, crate::rules::capture_illegal::rules::unregistered_generator_in_step::UnregisteredGeneratorInStep;
+    "GR505", CudnnBenchmarkChange, "cudnn-benchmark-change", CaptureIllegal, Error, crate::rules::capture_illegal::rules::cudnn_benchmark_change::CudnnBenchmarkChange;
+    "GR506", HostClockAsData, "host-clock-as-data", CaptureIllegal, Error, crate::rules::capture_illegal::rules::host_clock_as_data::HostClockAsData;
+    "GR507", HostCollectiveInStep, "host-collective-in-step", CaptureIllegal, Error, crate::rules::capture_illegal::rules::host_collective_in_step::HostCollectiveInStep;
+    "GR508", EventElapsedTimeInStep, "event-elapsed-time-in-step", CaptureIllegal, Error, crate::rules::capture_illegal::rules::event_elapsed_time_in_step::EventElapsedTimeInStep;
 }
 
 impl Rule {

@@ -43,6 +43,8 @@ pub struct Checker<'a> {
     /// Class bodies being visited, innermost last.
     classes: Vec<&'a str>,
     deferred: Vec<Deferred<'a>>,
+    /// Per-function state of the rules that judge a whole function.
+    pub(crate) rule_state: rules::FunctionState<'a>,
 }
 
 impl<'a> Checker<'a> {
@@ -55,6 +57,7 @@ impl<'a> Checker<'a> {
             function: None,
             classes: Vec::new(),
             deferred: Vec::new(),
+            rule_state: rules::FunctionState::default(),
         }
     }
 
@@ -114,6 +117,7 @@ impl<'a> Checker<'a> {
         if deferred.safe {
             self.safe_depth += 1;
         }
+        let saved_state = std::mem::take(&mut self.rule_state);
         self.model.enter_function(deferred.class, self_name);
         self.model.bind_parameters(&function.parameters);
         if let Some(self_name) = self_name {
@@ -121,6 +125,7 @@ impl<'a> Checker<'a> {
         }
         self.visit_body(&function.body);
         rules::function_exit(self, function);
+        self.rule_state = saved_state;
         self.model.exit_function();
         self.safe_depth = saved_safe;
         self.function = saved_function;

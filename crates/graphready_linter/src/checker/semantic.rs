@@ -6,7 +6,7 @@
 
 use crate::tensor_api::{self, Returns};
 use ruff_python_ast::{self as ast, Expr, Parameters, Stmt};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// What the inference knows about a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -54,6 +54,11 @@ enum Binding {
 struct Scope<'a> {
     is_class: bool,
     bindings: FxHashMap<&'a str, Binding>,
+    /// Names bound here to a maybe-device boolean tensor (a mask), see
+    /// [`SemanticModel::is_bool_tensor`].
+    bool_tensors: FxHashSet<&'a str>,
+    /// The parameters of the function this scope belongs to.
+    parameters: FxHashSet<&'a str>,
 }
 
 /// What is known about a class defined in this module.
@@ -107,6 +112,8 @@ impl<'a> SemanticModel<'a> {
     }
 
     pub fn enter_function(&mut self, class: Option<&'a str>, self_name: Option<&'a str>) {
+            bool_tensors: FxHashSet::default(),
+            parameters: FxHashSet::default(),
         self.method_context.push((class, self_name));
         self.push_scope(false);
     }
@@ -123,7 +130,10 @@ impl<'a> SemanticModel<'a> {
     }
 
     pub fn bind(&mut self, name: &'a str, ty: Ty) {
-        self.current().bindings.insert(name, Binding::Value(ty));
+        let scope = self.current();
+        scope.bindings.insert(name, Binding::Value(ty));
+        scope.bool_tensors.remove(name);
+        scope.parameters.remove(name);
     }
 
     fn lookup(&self, name: &str) -> Option<&Binding> {
@@ -134,7 +144,8 @@ impl<'a> SemanticModel<'a> {
             .rev()
             // Class bodies are not visible from the functions nested in them.
             .filter(|(index, scope)| *index == innermost || !scope.is_class)
-            .find_map(|(_, scope)| scope.bindings.get(name))
+            .find(|(_, scope)| scope.bindings.contains_key(name))
+            .map(|(_, scope)| scope)
     }
 
     /// Records `import ...` / `from ... import ...`.
@@ -152,6 +163,12 @@ impl<'a> SemanticModel<'a> {
                             // `import torch.cuda` binds `torch`.
                             let head = qualified.split('.').next().unwrap_or(qualified);
                             let binding = Binding::Import(head.to_string());
+        self.lookup_scope(name)
+            .and_then(|scope| scope.bindings.get(name))
+    }
+
+    /// The innermost scope visible from here that binds `name`.
+    fn lookup_scope(&self, name: &str) -> Option<&Scope<'a>> {
                             let name = &alias.name.id.as_str()[..head.len()];
                             self.current().bindings.insert(name, binding);
                         }
@@ -309,6 +326,7 @@ impl<'a> SemanticModel<'a> {
     /// Binds the names of an assignment target to the type of the assigned value.
     pub fn bind_target(&mut self, target: &'a Expr, ty: Ty) {
         match target {
+                Some(numpy) if numpy.starts_with("numpy.") => Ty::Array,
             Expr::Name(name) => self.bind(name.id.as_str(), ty),
             Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
                 let element = if ty == Ty::TensorSeq {
@@ -329,6 +347,11 @@ impl<'a> SemanticModel<'a> {
     pub fn bind_assignment(&mut self, target: &'a Expr, value: &Expr) {
         if let (Expr::Tuple(targets), Expr::Tuple(values)) = (target, value) {
             if targets.elts.len() == values.elts.len() {
+        // After `bind`, which forgets a rebound parameter.
+        let names = parameters
+            .iter_non_variadic_params()
+            .map(|parameter| parameter.parameter.name.id.as_str());
+        self.current().parameters.extend(names);
                 for (target, value) in targets.elts.iter().zip(&values.elts) {
                     let ty = self.ty(value);
                     self.bind_target(target, ty);
@@ -363,6 +386,11 @@ impl<'a> SemanticModel<'a> {
                 Some(Binding::Import(_)) | None => Ty::Unknown,
             },
             Expr::Attribute(attribute) => self.attribute_ty(attribute),
+        if let Expr::Name(name) = target {
+            if self.is_bool_tensor(value) {
+                self.current().bool_tensors.insert(name.id.as_str());
+            }
+        }
             Expr::Call(call) => self.call_ty(call),
             Expr::BinOp(binop) => {
                 let (left, right) = (self.ty(&binop.left), self.ty(&binop.right));
@@ -377,6 +405,119 @@ impl<'a> SemanticModel<'a> {
                     matches!(
                         op,
                         ast::CmpOp::Is | ast::CmpOp::IsNot | ast::CmpOp::In | ast::CmpOp::NotIn
+    /// Whether `name` is a parameter of the innermost function, not rebound since.
+    pub fn is_parameter(&self, name: &str) -> bool {
+        self.scopes
+            .last()
+            .is_some_and(|scope| scope.parameters.contains(name))
+            && matches!(self.lookup(name), Some(Binding::Value(_)))
+    }
+
+    /// Whether `name` is bound in the innermost scope (a local of the function being visited).
+    pub fn is_local(&self, name: &str) -> bool {
+        self.scopes
+            .last()
+            .is_some_and(|scope| scope.bindings.contains_key(name))
+    }
+
+    /// The `self` parameter's name when a method of a class is being visited.
+    pub fn self_name(&self) -> Option<&'a str> {
+        self.self_class().map(|(_, self_name)| self_name)
+    }
+
+    /// The type of `self.<attribute>` in the method being visited, as the class's assignments
+    /// say (`Ty::Unknown` when the class does not say).
+    pub fn self_attribute_ty(&self, attribute: &str) -> Ty {
+        self.self_class()
+            .and_then(|(class, _)| self.class_attribute(class, attribute, 4))
+            .unwrap_or_default()
+    }
+
+    /// Whether the expression is a boolean tensor that may live on the device (a mask):
+    /// comparisons of device tensors, `.bool()`, `.to(torch.bool)`, `torch.isnan` and friends,
+    /// logical operations, `~` / `&` / `|` of masks, and factories with `dtype=torch.bool`.
+    /// Anything less certain is not a mask.
+    pub fn is_bool_tensor(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Name(name) => self
+                .lookup_scope(name.id.as_str())
+                .is_some_and(|scope| scope.bool_tensors.contains(name.id.as_str())),
+            Expr::Compare(compare) => {
+                compare.ops.iter().all(|op| {
+                    matches!(
+                        op,
+                        ast::CmpOp::Lt
+                            | ast::CmpOp::LtE
+                            | ast::CmpOp::Gt
+                            | ast::CmpOp::GtE
+                            | ast::CmpOp::Eq
+                            | ast::CmpOp::NotEq
+                    )
+                }) && self.ty(expr) == Ty::Tensor
+            }
+            Expr::UnaryOp(unary) => {
+                matches!(unary.op, ast::UnaryOp::Invert) && self.is_bool_tensor(&unary.operand)
+            }
+            Expr::BinOp(binop) => {
+                matches!(
+                    binop.op,
+                    ast::Operator::BitAnd | ast::Operator::BitOr | ast::Operator::BitXor
+                ) && self.is_bool_tensor(&binop.left)
+                    && self.is_bool_tensor(&binop.right)
+            }
+            Expr::Subscript(subscript) => self.is_bool_tensor(&subscript.value),
+            Expr::Named(named) => self.is_bool_tensor(&named.value),
+            Expr::Call(call) => self.ty(expr) == Ty::Tensor && self.is_bool_call(call),
+            _ => false,
+        }
+    }
+
+    fn is_bool_call(&self, call: &ast::ExprCall) -> bool {
+        const BOOL_OPS: &[&str] = &[
+            "isnan",
+            "isinf",
+            "isfinite",
+            "isneginf",
+            "isposinf",
+            "isreal",
+            "isin",
+            "isclose",
+            "signbit",
+            "logical_and",
+            "logical_or",
+            "logical_not",
+            "logical_xor",
+            "eq",
+            "ne",
+            "lt",
+            "le",
+            "gt",
+            "ge",
+            "greater",
+            "less",
+            "greater_equal",
+            "less_equal",
+            "not_equal",
+        ];
+        let is_bool_dtype = |expr: &Expr| self.is(expr, "torch.bool");
+        let dtype_is_bool = keyword(call, "dtype").is_some_and(is_bool_dtype);
+        if let Some(qualified) = self.qualified_name(&call.func) {
+            let Some(name) = qualified.strip_prefix("torch.") else {
+                return false;
+            };
+            return BOOL_OPS.contains(&name) || dtype_is_bool;
+        }
+        let Expr::Attribute(attribute) = &*call.func else {
+            return false;
+        };
+        match attribute.attr.id.as_str() {
+            "bool" => call.arguments.is_empty(),
+            "to" => call.arguments.args.iter().any(is_bool_dtype) || dtype_is_bool,
+            "new_zeros" | "new_ones" | "new_empty" | "new_full" => dtype_is_bool,
+            method => BOOL_OPS.contains(&method),
+        }
+    }
+
                     )
                 }) {
                     return Ty::Host;
@@ -474,7 +615,7 @@ impl<'a> SemanticModel<'a> {
                 .map_or(Ty::Unknown, Ty::from);
             if ty == Ty::Tensor
                 && tensor_api::is_host_factory(&qualified)
-                && keyword(call, "device").is_none()
+                && keyword(call, "device").is_none_or(is_cpu_device)
             {
                 return Ty::CpuTensor;
             }

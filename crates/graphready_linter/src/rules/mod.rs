@@ -1,21 +1,139 @@
 //! The rules, one family per module and one rule per file.
 
+pub mod allocation;
+pub mod capture_illegal;
+pub mod dynamic_shape;
+pub mod host_data;
+pub mod op_tags;
 pub mod sync;
 
 use crate::checker::Checker;
 use ruff_python_ast::{self as ast, Expr, Stmt};
+use ruff_text_size::{Ranged, TextRange};
+use rustc_hash::FxHashSet;
+
+/// What the rules remember about the function being visited. The checker starts a fresh one for
+/// every function and restores the enclosing function's afterwards.
+#[derive(Debug, Default)]
+pub struct FunctionState<'a> {
+    /// Bodies of the loops seen so far: a write inside one may cover a whole buffer.
+    pub loops: Vec<TextRange>,
+    /// GR404: buffers allocated without initialisation, and what happened to them.
+    pub buffers: Vec<allocation::rules::uninitialized_partial_write::Buffer<'a>>,
+    /// GR205: names bound to `<device tensor>.tolist()`.
+    pub device_lists: FxHashSet<&'a str>,
+    /// GR303: names holding host copies of device values (`.item()`, `.tolist()`, `int(t)`).
+    pub device_reads: FxHashSet<&'a str>,
+    /// GR506: names holding host clock readings.
+    pub clock_names: FxHashSet<&'a str>,
+}
+
+impl FunctionState<'_> {
+    /// Whether a node lies inside a loop body of this function.
+    pub fn in_loop(&self, range: TextRange) -> bool {
+        self.loops.iter().any(|body| body.contains_range(range))
+    }
+}
 
 /// Every expression, after its children: each family's expression rules.
-pub fn expression(checker: &mut Checker, expr: &Expr) {
+pub fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
     sync::expression(checker, expr);
+    dynamic_shape::expression(checker, expr);
+    host_data::expression(checker, expr);
+    allocation::expression(checker, expr);
+    capture_illegal::expression(checker, expr);
 }
 
 /// Every statement, before its children and before its bindings take effect.
-pub fn statement(_checker: &mut Checker, _stmt: &Stmt) {}
+pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+    if let Stmt::For(ast::StmtFor { body, .. }) | Stmt::While(ast::StmtWhile { body, .. }) = stmt {
+        if let (Some(first), Some(last)) = (body.first(), body.last()) {
+            let range = TextRange::new(first.start(), last.end());
+            checker.rule_state.loops.push(range);
+        }
+    }
+    dynamic_shape::statement(checker, stmt);
+    host_data::statement(checker, stmt);
+    allocation::statement(checker, stmt);
+    capture_illegal::statement(checker, stmt);
+}
 
 /// After a function's body was visited, with the function's bindings still in scope: rules that
 /// judge a whole function (state they gathered from [`statement`] and [`expression`]).
 pub fn function_exit(_checker: &mut Checker, _function: &ast::StmtFunctionDef) {}
+
+/// The single name an assignment binds (`x = ...`), if that is what it is.
+pub fn assigned_name(stmt: &Stmt) -> Option<(&str, &Expr)> {
+    match stmt {
+        Stmt::Assign(assign) => match assign.targets.as_slice() {
+            [Expr::Name(name)] => Some((name.id.as_str(), &assign.value)),
+            _ => None,
+        },
+        Stmt::AnnAssign(ast::StmtAnnAssign {
+            target,
+            value: Some(value),
+            ..
+        }) => match &**target {
+            Expr::Name(name) => Some((name.id.as_str(), value)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether an expression names a device other than the host, as the target of `.to(...)`:
+/// `"cuda"`, `"cuda:0"`, `x.device`, `device`, `self.device`, `torch.device("cuda")`, or a
+/// tensor (whose device is taken). A dtype is not a device.
+pub fn is_device_target(checker: &Checker, expr: &Expr) -> bool {
+    match expr {
+        Expr::StringLiteral(literal) => literal.value.to_str().starts_with("cuda"),
+        Expr::Attribute(attribute) if attribute.attr.id.as_str() == "device" => true,
+        Expr::Name(_) | Expr::Attribute(_) => {
+            if checker.model.qualified_name(expr).is_some() {
+                return false;
+            }
+            let name = match expr {
+                Expr::Name(name) => name.id.as_str(),
+                Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+                _ => "",
+            };
+            (name.contains("device") && !name.contains("cpu")) || checker.is_tensor(expr)
+        }
+        Expr::Call(call) => {
+            let qualified = checker.model.qualified_name(&call.func);
+            match qualified.as_deref() {
+                Some("torch.device") => call.arguments.args.first().is_some_and(|arg| {
+                    matches!(arg, Expr::StringLiteral(s) if s.value.to_str().starts_with("cuda"))
+                }),
+                Some("torch.cuda.current_device") => true,
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// The device a `.to(...)` / `.cuda()` call moves to, when it moves to the device.
+pub fn moves_to_device(checker: &Checker, call: &ast::ExprCall) -> bool {
+    match method_call(call) {
+        Some(("cuda", _)) => true,
+        Some(("to", _)) => {
+            call.arguments
+                .args
+                .first()
+                .is_some_and(|arg| is_device_target(checker, arg))
+                || crate::checker::semantic::keyword(call, "device")
+                    .is_some_and(|device| is_device_target(checker, device))
+        }
+        _ => false,
+    }
+}
+
+/// Whether a call passes `non_blocking=True`.
+pub fn non_blocking(call: &ast::ExprCall) -> bool {
+    crate::checker::semantic::keyword(call, "non_blocking")
+        .is_some_and(|value| matches!(value, Expr::BooleanLiteral(b) if b.value))
+}
 
 /// `receiver.method(...)`: the method name and the receiver, when the callee is an attribute.
 pub fn method_call(call: &ast::ExprCall) -> Option<(&str, &Expr)> {
@@ -49,4 +167,31 @@ pub fn host_named(expr: &Expr) -> bool {
         Expr::Subscript(subscript) => host_named(&subscript.value),
         _ => false,
     }
+}
+
+/// Whether an expression may be a device tensor: known to be one, or of unknown type without a
+/// host-mirror name and not a module attribute. For tensor-only method names, where an unknown
+/// receiver is almost always a tensor.
+pub fn maybe_device_tensor(checker: &Checker, expr: &Expr) -> bool {
+    match checker.ty(expr) {
+        crate::checker::semantic::Ty::Tensor => true,
+        crate::checker::semantic::Ty::Unknown => {
+            !host_named(expr) && checker.model.qualified_name(expr).is_none()
+        }
+        _ => false,
+    }
+}
+
+/// The call's first positional argument, or the keyword argument `name`.
+pub fn argument<'e>(call: &'e ast::ExprCall, position: usize, name: &str) -> Option<&'e Expr> {
+    call.arguments
+        .args
+        .get(position)
+        .or_else(|| crate::checker::semantic::keyword(call, name))
+}
+
+/// Whether an expression is known to be a tensor that may live on the device, and is not named
+/// like a host mirror (`grid_thw_cpu: torch.Tensor` is still a host tensor).
+pub fn device_tensor(checker: &Checker, expr: &Expr) -> bool {
+    checker.ty(expr) == crate::checker::semantic::Ty::Tensor && !host_named(expr)
 }

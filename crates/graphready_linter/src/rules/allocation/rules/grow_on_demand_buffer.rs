@@ -1,0 +1,149 @@
+use super::super::{LIKE_FACTORIES, NEW_METHODS, SIZED_FACTORIES};
+use crate::checker::Checker;
+use crate::declare_violation;
+use crate::registry::Rule;
+use crate::rules::{builtin_call, method_call};
+use crate::violation::Violation;
+use ruff_python_ast::comparable::ComparableExpr;
+use ruff_python_ast::visitor::{self, Visitor};
+use ruff_python_ast::{self as ast, Expr, Stmt};
+use ruff_text_size::Ranged;
+
+declare_violation! {
+    /// ## What it does
+    /// Checks, in code that runs captured, for a buffer reallocated when it is too small:
+    /// `if buf is None or buf.numel() < n: buf = torch.empty(n, ...)`, on a local or on `self`.
+    ///
+    /// ## Why is this bad?
+    /// A CUDA graph records the buffer's address. When a later call (another bucket's capture, a
+    /// larger batch) grows the buffer, graphs captured earlier keep reading and writing the old
+    /// memory, which the allocator may already have handed to something else: silent corruption.
+    /// A growth during capture itself allocates from the graph's private pool.
+    ///
+    /// ## Example
+    /// ```python
+    /// def forward(self, x):
+    ///     if self.workspace is None or self.workspace.numel() < x.numel():
+    ///         self.workspace = torch.empty(x.numel(), device=x.device)
+    ///     return kernel(x, self.workspace)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// def __init__(self, max_tokens, hidden):
+    ///     self.workspace = torch.empty(max_tokens * hidden, device="cuda")  # the largest bucket
+    ///
+    /// def forward(self, x):
+    ///     return kernel(x, self.workspace[: x.numel()])
+    /// ```
+    pub struct GrowOnDemandBuffer {
+        buffer: String,
+    }
+}
+
+impl Violation for GrowOnDemandBuffer {
+    const RULE: Rule = Rule::GrowOnDemandBuffer;
+    const CAPTURED_ONLY: bool = true;
+
+    fn message(&self) -> String {
+        format!(
+            "`{}` is reallocated when too small; graphs captured earlier keep its old address",
+            self.buffer
+        )
+    }
+
+    fn fix_title(&self) -> Option<String> {
+        Some("Allocate the buffer once at its largest size before capture and slice it".to_string())
+    }
+}
+
+/// The receivers whose size a test compares: `buf.numel() < n`, `buf.shape[0] < n`, `len(buf)`.
+struct SizedReceivers<'c, 'a, 'e> {
+    checker: &'c Checker<'a>,
+    compares: bool,
+    receivers: Vec<&'e Expr>,
+}
+
+impl<'e> Visitor<'e> for SizedReceivers<'_, '_, 'e> {
+    fn visit_expr(&mut self, expr: &'e Expr) {
+        match expr {
+            Expr::Compare(compare) => {
+                self.compares |= compare.ops.iter().any(|op| {
+                    matches!(
+                        op,
+                        ast::CmpOp::Lt
+                            | ast::CmpOp::LtE
+                            | ast::CmpOp::Gt
+                            | ast::CmpOp::GtE
+                            | ast::CmpOp::NotEq
+                    )
+                });
+            }
+            Expr::Call(call) => {
+                if let Some(("numel" | "size" | "nelement", receiver)) = method_call(call) {
+                    self.receivers.push(receiver);
+                } else if builtin_call(self.checker, call) == Some("len") {
+                    self.receivers.extend(call.arguments.args.first());
+                }
+            }
+            Expr::Attribute(attribute) if attribute.attr.id.as_str() == "shape" => {
+                self.receivers.push(&attribute.value);
+            }
+            _ => {}
+        }
+        visitor::walk_expr(self, expr);
+    }
+}
+
+fn is_allocation(checker: &Checker, expr: &Expr) -> bool {
+    let Expr::Call(call) = expr else {
+        return false;
+    };
+    if let Some(qualified) = checker.model.qualified_name(&call.func) {
+        return qualified
+            .strip_prefix("torch.")
+            .is_some_and(|name| SIZED_FACTORIES.contains(&name) || LIKE_FACTORIES.contains(&name));
+    }
+    matches!(method_call(call), Some((method, _)) if NEW_METHODS.contains(&method))
+}
+
+/// GR403
+pub fn grow_on_demand_buffer(checker: &mut Checker, if_stmt: &ast::StmtIf) {
+    let mut sized = SizedReceivers {
+        checker,
+        compares: false,
+        receivers: Vec::new(),
+    };
+    sized.visit_expr(&if_stmt.test);
+    if !sized.compares || sized.receivers.is_empty() {
+        return;
+    }
+    let receivers: Vec<ComparableExpr> = sized.receivers.into_iter().map(Into::into).collect();
+    let mut found = Vec::new();
+    for stmt in &if_stmt.body {
+        let Stmt::Assign(assign) = stmt else {
+            continue;
+        };
+        if !is_allocation(checker, &assign.value) {
+            continue;
+        }
+        for target in &assign.targets {
+            if matches!(target, Expr::Name(_) | Expr::Attribute(_))
+                && receivers.contains(&ComparableExpr::from(target))
+            {
+                found.push((name_of(target), assign.range()));
+            }
+        }
+    }
+    for (buffer, range) in found {
+        checker.report(GrowOnDemandBuffer { buffer }, range);
+    }
+}
+
+fn name_of(expr: &Expr) -> String {
+    match expr {
+        Expr::Name(name) => name.id.to_string(),
+        Expr::Attribute(attribute) => format!("{}.{}", name_of(&attribute.value), attribute.attr),
+        _ => "buffer".to_string(),
+    }
+}

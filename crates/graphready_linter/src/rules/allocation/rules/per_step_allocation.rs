@@ -1,0 +1,107 @@
+use super::super::{LIKE_FACTORIES, NEW_METHODS, SIZED_FACTORIES};
+use crate::checker::semantic::{is_cpu_device, keyword, Ty};
+use crate::checker::Checker;
+use crate::declare_violation;
+use crate::registry::Rule;
+use crate::rules::{argument, is_device_target, maybe_device_tensor, method_call};
+use crate::violation::Violation;
+use ruff_python_ast::{self as ast};
+use ruff_text_size::Ranged;
+
+declare_violation! {
+    /// ## What it does
+    /// Checks, in code that runs captured, for device allocations made on every step:
+    /// `torch.empty/zeros/ones/full/arange(..., device=...)`, `torch.*_like(x)`,
+    /// `x.new_empty/new_zeros/new_ones/new_full(...)` and `x.clone()`.
+    ///
+    /// ## Why is this bad?
+    /// Inside a graph each allocation comes from the graph's private memory pool and stays
+    /// reserved for the graph's lifetime, once per captured bucket; outside a graph it is a trip
+    /// through the caching allocator every step. Neither is wrong, but a step that writes into
+    /// buffers allocated once is smaller, faster and easier to keep graph-safe. Seed 002 removed
+    /// every per-step allocation from its decode step: `torch.zeros` in the scale assembler,
+    /// `torch.full` for the MoE scales, `torch.empty` outputs and a `.clone()` of the state.
+    ///
+    /// ## Example
+    /// ```python
+    /// def forward(self, x):
+    ///     scales = torch.zeros(x.shape[0], self.groups, device=x.device)
+    ///     quantize(x, scales)
+    ///     return scales
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// def forward(self, x):
+    ///     scales = self.scale_buf[: x.shape[0]]  # allocated once in __init__
+    ///     scales.zero_()
+    ///     quantize(x, scales)
+    ///     return scales
+    /// ```
+    pub struct PerStepAllocation {
+        call: String,
+    }
+}
+
+impl Violation for PerStepAllocation {
+    const RULE: Rule = Rule::PerStepAllocation;
+    const CAPTURED_ONLY: bool = true;
+
+    fn message(&self) -> String {
+        format!("`{}` allocates device memory on every step", self.call)
+    }
+
+    fn fix_title(&self) -> Option<String> {
+        Some(
+            "Preallocate the buffer once (in `__init__` or before capture) and write into it in \
+             place"
+                .to_string(),
+        )
+    }
+}
+
+/// GR401
+pub fn per_step_allocation(checker: &mut Checker, call: &ast::ExprCall) {
+    let on_device = |call: &ast::ExprCall| match keyword(call, "device") {
+        Some(device) => !is_cpu_device(device),
+        None => true,
+    };
+    let shown = if let Some(qualified) = checker.model.qualified_name(&call.func) {
+        let Some(name) = qualified.strip_prefix("torch.") else {
+            return;
+        };
+        if SIZED_FACTORIES.contains(&name) {
+            // Without `device=` the factory allocates host memory.
+            let Some(device) = keyword(call, "device") else {
+                return;
+            };
+            if !is_device_target(checker, device) {
+                return;
+            }
+        } else if LIKE_FACTORIES.contains(&name) {
+            let Some(source) = argument(call, 0, "input") else {
+                return;
+            };
+            if !maybe_device_tensor(checker, source) || !on_device(call) {
+                return;
+            }
+        } else {
+            return;
+        }
+        format!("torch.{name}")
+    } else {
+        let Some((method, receiver)) = method_call(call) else {
+            return;
+        };
+        let allocates = if NEW_METHODS.contains(&method) {
+            maybe_device_tensor(checker, receiver) && on_device(call)
+        } else {
+            method == "clone" && checker.ty(receiver) == Ty::Tensor
+        };
+        if !allocates {
+            return;
+        }
+        format!(".{method}()")
+    };
+    checker.report(PerStepAllocation { call: shown }, call.range());
+}

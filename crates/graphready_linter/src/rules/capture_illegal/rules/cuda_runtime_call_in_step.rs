@@ -1,0 +1,65 @@
+use crate::checker::Checker;
+use crate::declare_violation;
+use crate::registry::Rule;
+use crate::violation::Violation;
+use ruff_python_ast::{self as ast};
+use ruff_text_size::Ranged;
+
+declare_violation! {
+    /// ## What it does
+    /// Checks, in code that runs captured, for CUDA runtime calls that a capture cannot contain:
+    /// `torch.cuda.empty_cache()`, `torch.cuda.set_device()` and `torch.cuda.ipc_collect()`.
+    ///
+    /// ## Why is this bad?
+    /// `empty_cache` releases cached blocks with `cudaFree`, which synchronises the device and is
+    /// illegal while a stream is capturing (it would also free memory the graph's pool is
+    /// using). `set_device` switches the current device in the middle of a capture that is bound
+    /// to one device. The capture is invalidated, and PyTorch reports it only at `capture_end`.
+    ///
+    /// ## Example
+    /// ```python
+    /// def forward(self, x):
+    ///     torch.cuda.empty_cache()
+    ///     return self.layer(x)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// def forward(self, x):
+    ///     return self.layer(x)
+    /// # release memory between requests, outside the captured step
+    /// ```
+    pub struct CudaRuntimeCallInStep {
+        call: &'static str,
+    }
+}
+
+impl Violation for CudaRuntimeCallInStep {
+    const RULE: Rule = Rule::CudaRuntimeCallInStep;
+    const CAPTURED_ONLY: bool = true;
+
+    fn message(&self) -> String {
+        format!("`{}` cannot run while a CUDA graph is captured", self.call)
+    }
+
+    fn fix_title(&self) -> Option<String> {
+        Some(
+            "Move the call out of the captured step (before capture or between replays)"
+                .to_string(),
+        )
+    }
+}
+
+/// GR501
+pub fn cuda_runtime_call_in_step(checker: &mut Checker, call: &ast::ExprCall) {
+    let Some(qualified) = checker.model.qualified_name(&call.func) else {
+        return;
+    };
+    let shown = match qualified.as_str() {
+        "torch.cuda.empty_cache" | "torch.cuda.memory.empty_cache" => "torch.cuda.empty_cache()",
+        "torch.cuda.set_device" => "torch.cuda.set_device()",
+        "torch.cuda.ipc_collect" => "torch.cuda.ipc_collect()",
+        _ => return,
+    };
+    checker.report(CudaRuntimeCallInStep { call: shown }, call.range());
+}

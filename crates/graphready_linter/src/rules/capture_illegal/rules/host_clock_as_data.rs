@@ -1,0 +1,133 @@
+use crate::checker::semantic::Ty;
+use crate::checker::Checker;
+use crate::declare_violation;
+use crate::registry::Rule;
+use crate::rules::{assigned_name, builtin_call, method_call};
+use crate::violation::Violation;
+use ruff_python_ast::{self as ast, Expr, Stmt};
+use ruff_text_size::Ranged;
+
+declare_violation! {
+    /// ## What it does
+    /// Checks, in code that runs captured, for host clock readings (`time.time()`,
+    /// `time.perf_counter()`, `time.monotonic()` and their `_ns` forms) used as tensor data:
+    /// passed to a `torch` function or a tensor method, or combined with a tensor.
+    ///
+    /// ## Why is this bad?
+    /// The reading becomes a constant of the captured graph. Every replay uses the time seen at
+    /// capture, so timestamps, time-based seeds and decays silently stop changing. Timing the
+    /// step on the host for logging is not reported.
+    ///
+    /// ## Example
+    /// ```python
+    /// def forward(self, x):
+    ///     t = time.time()
+    ///     return x * torch.exp(-self.decay * (t - self.start))
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// # outside the graph, before replay
+    /// self.now_pinned[0] = time.time()
+    /// # inside the step
+    /// now = self.now.copy_(self.now_pinned, non_blocking=True)
+    /// ```
+    pub struct HostClockAsData {}
+}
+
+impl Violation for HostClockAsData {
+    const RULE: Rule = Rule::HostClockAsData;
+    const CAPTURED_ONLY: bool = true;
+
+    fn message(&self) -> String {
+        "a host clock reading is used as tensor data; replay reuses the captured time".to_string()
+    }
+
+    fn fix_title(&self) -> Option<String> {
+        Some(
+            "Copy the time into a device buffer from a pinned buffer before each replay"
+                .to_string(),
+        )
+    }
+}
+
+const CLOCKS: &[&str] = &[
+    "time.time",
+    "time.perf_counter",
+    "time.monotonic",
+    "time.time_ns",
+    "time.perf_counter_ns",
+    "time.monotonic_ns",
+];
+
+fn is_clock(checker: &Checker, expr: &Expr) -> bool {
+    match expr {
+        Expr::Call(call) => {
+            if checker
+                .model
+                .qualified_name(&call.func)
+                .is_some_and(|qualified| CLOCKS.contains(&qualified.as_str()))
+            {
+                return true;
+            }
+            matches!(builtin_call(checker, call), Some("int" | "float" | "round"))
+                && call
+                    .arguments
+                    .args
+                    .first()
+                    .is_some_and(|arg| is_clock(checker, arg))
+        }
+        Expr::Name(name) => checker.rule_state.clock_names.contains(name.id.as_str()),
+        Expr::BinOp(binop) => is_clock(checker, &binop.left) || is_clock(checker, &binop.right),
+        Expr::UnaryOp(unary) => is_clock(checker, &unary.operand),
+        _ => false,
+    }
+}
+
+/// Remembers names bound to clock readings.
+pub fn track_clock_names<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+    let Some((name, value)) = assigned_name(stmt) else {
+        return;
+    };
+    if is_clock(checker, value) {
+        checker.rule_state.clock_names.insert(name);
+    } else {
+        checker.rule_state.clock_names.remove(name);
+    }
+}
+
+/// `torch.tensor(time.time(), ...)`, `x.fill_(t)`.
+pub fn call(checker: &mut Checker, call: &ast::ExprCall) {
+    let tensor_call = match checker.model.qualified_name(&call.func) {
+        Some(qualified) => qualified.starts_with("torch.") && !qualified.starts_with("torch.cuda."),
+        None => {
+            matches!(method_call(call), Some((_, receiver)) if checker.ty(receiver) == Ty::Tensor)
+        }
+    };
+    if !tensor_call {
+        return;
+    }
+    let clock = call
+        .arguments
+        .args
+        .iter()
+        .chain(call.arguments.keywords.iter().map(|keyword| &keyword.value))
+        .find(|arg| is_clock(checker, arg))
+        .map(Ranged::range);
+    if let Some(range) = clock {
+        checker.report(HostClockAsData {}, range);
+    }
+}
+
+/// `x * (now - start)` with `now` a clock reading.
+pub fn binop(checker: &mut Checker, binop: &ast::ExprBinOp) {
+    let (left, right) = (&*binop.left, &*binop.right);
+    let clock = if checker.ty(left) == Ty::Tensor && is_clock(checker, right) {
+        right
+    } else if checker.ty(right) == Ty::Tensor && is_clock(checker, left) {
+        left
+    } else {
+        return;
+    };
+    checker.report(HostClockAsData {}, clock.range());
+}

@@ -1,0 +1,64 @@
+use crate::checker::semantic::keyword;
+use crate::checker::Checker;
+use crate::declare_violation;
+use crate::registry::Rule;
+use crate::rules::method_call;
+use crate::violation::Violation;
+use ruff_python_ast::{self as ast, Expr};
+use ruff_text_size::Ranged;
+
+declare_violation! {
+    /// ## What it does
+    /// Checks, in code that runs captured, for pinned host memory allocated in the step:
+    /// `.pin_memory()` and factories called with `pin_memory=True`.
+    ///
+    /// ## Why is this bad?
+    /// Pinning allocates page-locked memory with `cudaHostAlloc`, which synchronises and is not
+    /// allowed while a stream is capturing. Pinned buffers are meant to be allocated once and
+    /// reused: seed 002's token and position transfers use pinned buffers made at init.
+    ///
+    /// ## Example
+    /// ```python
+    /// def step(self, tokens):
+    ///     staging = torch.empty(n, dtype=torch.int64, pin_memory=True)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// def __init__(self, max_tokens):
+    ///     self.staging = torch.empty(max_tokens, dtype=torch.int64, pin_memory=True)
+    /// ```
+    pub struct PinMemoryInStep {}
+}
+
+impl Violation for PinMemoryInStep {
+    const RULE: Rule = Rule::PinMemoryInStep;
+    const CAPTURED_ONLY: bool = true;
+
+    fn message(&self) -> String {
+        "pinned host memory is allocated inside the step".to_string()
+    }
+
+    fn fix_title(&self) -> Option<String> {
+        Some("Allocate the pinned buffer once, before capture, and reuse it".to_string())
+    }
+}
+
+/// GR502
+pub fn pin_memory_in_step(checker: &mut Checker, call: &ast::ExprCall) {
+    let pinned_keyword = keyword(call, "pin_memory")
+        .is_some_and(|value| matches!(value, Expr::BooleanLiteral(b) if b.value));
+    let pins = if pinned_keyword {
+        checker
+            .model
+            .qualified_name(&call.func)
+            .is_some_and(|qualified| qualified.starts_with("torch."))
+            || matches!(method_call(call), Some((method, _)) if method.starts_with("new_"))
+    } else {
+        matches!(method_call(call), Some(("pin_memory", receiver))
+            if call.arguments.is_empty() && checker.model.qualified_name(receiver).is_none())
+    };
+    if pins {
+        checker.report(PinMemoryInStep {}, call.range());
+    }
+}

@@ -1,0 +1,87 @@
+use crate::checker::semantic::keyword;
+use crate::checker::Checker;
+use crate::declare_violation;
+use crate::registry::Rule;
+use crate::rules::method_call;
+use crate::rules::op_tags::{lookup, NONDETERMINISTIC_SEEDED};
+use crate::violation::Violation;
+use ruff_python_ast::{self as ast, Expr};
+use ruff_text_size::Ranged;
+
+declare_violation! {
+    /// ## What it does
+    /// Checks, in code that runs captured, for random operations drawing from a user-created
+    /// generator: `torch.randn(..., generator=g)`, `x.uniform_(generator=g)`,
+    /// `torch.multinomial(p, n, generator=g)`. The random operations are the ones PyTorch tags
+    /// `nondeterministic_seeded`.
+    ///
+    /// ## Why is this bad?
+    /// PyTorch advances the default CUDA generator's offset on every replay, but a generator you
+    /// created yourself is only handled if it is registered with the graph
+    /// (`graph.register_generator_state(g)`, PyTorch 2.2 and later). Otherwise the capture fails
+    /// or every replay repeats the random numbers drawn at capture time.
+    ///
+    /// ## Example
+    /// ```python
+    /// def sample(self, probs):
+    ///     return torch.multinomial(probs, 1, generator=self.generator)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// graph = torch.cuda.CUDAGraph()
+    /// graph.register_generator_state(model.generator)  # before capture
+    /// with torch.cuda.graph(graph):
+    ///     out = model.sample(probs)
+    /// ```
+    ///
+    /// ## Known problems
+    /// A generator registered elsewhere is still reported; silence the line with
+    /// `# noqa: GR504`.
+    pub struct UnregisteredGeneratorInStep {
+        op: String,
+    }
+}
+
+impl Violation for UnregisteredGeneratorInStep {
+    const RULE: Rule = Rule::UnregisteredGeneratorInStep;
+    const CAPTURED_ONLY: bool = true;
+
+    fn message(&self) -> String {
+        format!(
+            "`{}` draws from a user generator that the captured graph does not advance",
+            self.op
+        )
+    }
+
+    fn fix_title(&self) -> Option<String> {
+        Some(
+            "Register the generator with `graph.register_generator_state(g)` before capture, or \
+             use the default generator"
+                .to_string(),
+        )
+    }
+}
+
+/// GR504
+pub fn unregistered_generator_in_step(checker: &mut Checker, call: &ast::ExprCall) {
+    let Some(generator) = keyword(call, "generator") else {
+        return;
+    };
+    if matches!(generator, Expr::NoneLiteral(_)) {
+        return;
+    }
+    let op = match checker.model.qualified_name(&call.func) {
+        Some(qualified) => match qualified.strip_prefix("torch.") {
+            Some(name) if lookup(NONDETERMINISTIC_SEEDED, name, false) => qualified.clone(),
+            _ => return,
+        },
+        None => match method_call(call) {
+            Some((method, _)) if lookup(NONDETERMINISTIC_SEEDED, method, true) => {
+                format!(".{method}()")
+            }
+            _ => return,
+        },
+    };
+    checker.report(UnregisteredGeneratorInStep { op }, call.range());
+}

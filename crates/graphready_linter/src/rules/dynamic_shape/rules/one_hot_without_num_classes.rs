@@ -1,0 +1,63 @@
+use crate::checker::Checker;
+use crate::declare_violation;
+use crate::registry::Rule;
+use crate::rules::{argument, device_tensor};
+use crate::violation::Violation;
+use ruff_python_ast::{self as ast, Expr};
+use ruff_text_size::Ranged;
+
+declare_violation! {
+    /// ## What it does
+    /// Checks for `torch.nn.functional.one_hot` without `num_classes=` (or with `-1`).
+    ///
+    /// ## Why is this bad?
+    /// Without a class count, `one_hot` uses `input.max() + 1`, read on the host: the stream
+    /// synchronises, capture fails, and the output's width follows the data.
+    ///
+    /// ## Example
+    /// ```python
+    /// routing = F.one_hot(topk_ids)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// routing = F.one_hot(topk_ids, num_classes=num_experts)
+    /// ```
+    pub struct OneHotWithoutNumClasses {}
+}
+
+impl Violation for OneHotWithoutNumClasses {
+    const RULE: Rule = Rule::OneHotWithoutNumClasses;
+
+    fn message(&self) -> String {
+        "`one_hot` without `num_classes=` reads the largest class on the host".to_string()
+    }
+
+    fn fix_title(&self) -> Option<String> {
+        Some("Pass `num_classes=` with the host-known number of classes".to_string())
+    }
+}
+
+/// GR204
+pub fn one_hot(checker: &mut Checker, call: &ast::ExprCall) {
+    if !checker.model.is(&call.func, "torch.nn.functional.one_hot") {
+        return;
+    }
+    let Some(input) = argument(call, 0, "tensor").or_else(|| argument(call, 0, "input")) else {
+        return;
+    };
+    if !device_tensor(checker, input) {
+        return;
+    }
+    let unknown_classes = match argument(call, 1, "num_classes") {
+        None => true,
+        Some(Expr::UnaryOp(unary)) => matches!(
+            &*unary.operand,
+            Expr::NumberLiteral(n) if matches!(&n.value, ast::Number::Int(i) if i.as_u8() == Some(1))
+        ),
+        Some(_) => false,
+    };
+    if unknown_classes {
+        checker.report(OneHotWithoutNumClasses {}, call.range());
+    }
+}

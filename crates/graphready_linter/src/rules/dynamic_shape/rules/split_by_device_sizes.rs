@@ -1,0 +1,93 @@
+use crate::checker::Checker;
+use crate::declare_violation;
+use crate::registry::Rule;
+use crate::rules::{argument, assigned_name, device_tensor, method_call};
+use crate::violation::Violation;
+use ruff_python_ast::{self as ast, Expr, Stmt};
+use ruff_text_size::Ranged;
+
+declare_violation! {
+    /// ## What it does
+    /// Checks for splits whose sizes are read from the device: `torch.split(x, counts.tolist())`,
+    /// `x.split(sizes)` with `sizes = counts.tolist()`, and `split_with_sizes` alike.
+    ///
+    /// ## Why is this bad?
+    /// `.tolist()` synchronises, and the pieces' shapes then follow the data, so a captured graph
+    /// could not replay them even if the read were allowed. Per-expert token counts are the usual
+    /// source (seed 002 §C, MoE dispatch).
+    ///
+    /// ## Example
+    /// ```python
+    /// chunks = torch.split(sorted_tokens, tokens_per_expert.tolist())
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// # fixed-size slots per expert, padded, with the counts kept on the device as a mask or
+    /// # as offsets for a grouped kernel
+    /// slots = sorted_tokens.view(num_experts, capacity, hidden)
+    /// ```
+    pub struct SplitByDeviceSizes {}
+}
+
+impl Violation for SplitByDeviceSizes {
+    const RULE: Rule = Rule::SplitByDeviceSizes;
+
+    fn message(&self) -> String {
+        "split sizes read from a device tensor give data-dependent shapes".to_string()
+    }
+
+    fn fix_title(&self) -> Option<String> {
+        Some(
+            "Split into fixed-size pieces (padded slots) and keep the counts on the device"
+                .to_string(),
+        )
+    }
+}
+
+/// `<device tensor>.tolist()`
+fn is_device_tolist(checker: &Checker, expr: &Expr) -> bool {
+    let Expr::Call(call) = expr else {
+        return false;
+    };
+    matches!(method_call(call), Some(("tolist", receiver))
+        if call.arguments.is_empty() && device_tensor(checker, receiver))
+}
+
+/// Remembers names bound to `<device tensor>.tolist()`.
+pub fn track_device_lists<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+    let Some((name, value)) = assigned_name(stmt) else {
+        return;
+    };
+    if is_device_tolist(checker, value) {
+        checker.rule_state.device_lists.insert(name);
+    } else {
+        checker.rule_state.device_lists.remove(name);
+    }
+}
+
+/// GR205
+pub fn split(checker: &mut Checker, call: &ast::ExprCall) {
+    let sizes = match checker.model.qualified_name(&call.func).as_deref() {
+        Some("torch.split" | "torch.split_with_sizes") => {
+            argument(call, 1, "split_size_or_sections").or_else(|| argument(call, 1, "split_sizes"))
+        }
+        Some(_) => return,
+        None => match method_call(call) {
+            Some(("split" | "split_with_sizes", receiver)) if device_tensor(checker, receiver) => {
+                argument(call, 0, "split_size").or_else(|| argument(call, 0, "split_sizes"))
+            }
+            _ => return,
+        },
+    };
+    let Some(sizes) = sizes else {
+        return;
+    };
+    let from_device = match sizes {
+        Expr::Name(name) => checker.rule_state.device_lists.contains(name.id.as_str()),
+        other => is_device_tolist(checker, other),
+    };
+    if from_device {
+        checker.report(SplitByDeviceSizes {}, call.range());
+    }
+}
