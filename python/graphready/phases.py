@@ -516,3 +516,7 @@ def _record_error(ctx: Context, name: str, result: dict, exc: BaseException) -> 
         torch.cuda.synchronize()
     except Exception as sticky:  # noqa: BLE001 - a device assert poisons the context
         ctx.poisoned = f"{name} ({str(sticky).splitlines()[0][:200]})"
+        result["message"] += (
+            "; the CUDA context is now unusable (a device-side assert is reported asynchronously:"
+            " re-run with CUDA_LAUNCH_BLOCKING=1 to tie it to its line)"
+        )
