@@ -46,7 +46,8 @@ class Router(nn.Module):
             logger.warning("unbalanced routing")
         self.tokens_per_expert.zero_()
         self.tokens_per_expert.scatter_add_(0, experts.flatten(), torch.ones_like(experts.flatten()))
-        return weights, experts
+        scales = pack_ue8m0_to_int(weights.float().contiguous().view(-1, 2).repeat(1, 2))
+        return weights, experts, scales
 
 
 class DecodeStep(nn.Module):
@@ -56,7 +57,7 @@ class DecodeStep(nn.Module):
         self.proj = nn.Linear(hidden, hidden)
 
     def forward(self, x: torch.Tensor, num_tokens: torch.Tensor) -> torch.Tensor:
-        weights, experts = self.router(x)
+        weights, experts, _ = self.router(x)
         scale = x.abs().max().item()  # device -> host sync
         y = self.proj(x / scale)
         active = y[:num_tokens]  # a device scalar as a slice bound

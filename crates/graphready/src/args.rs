@@ -79,4 +79,10 @@ pub struct CheckArgs {
     pub exit_zero: bool,
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// `hot`: only findings reached from an entry point; `all`: every function.
+    #[arg(long, value_enum, default_value_t = crate::commands::check::Scope::Hot)]
+    pub scope: crate::commands::check::Scope,
+    /// Print the entry points found (and why), the eager breaks and the reachable functions.
+    #[arg(long)]
+    pub show_scope: bool,
 }

@@ -3,6 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use graphready_linter::hot_path::HotPathSettings;
 use graphready_linter::registry::rules_matching;
 use graphready_linter::settings::{DebugGuard, DEFAULT_CAPTURE_PREDICATES};
 use graphready_linter::{RuleSet, Settings};
@@ -26,6 +27,14 @@ pub struct Options {
     pub debug_guards: Option<Vec<String>>,
     /// Extra functions whose truthy result means "capturing".
     pub capture_predicates: Option<Vec<String>>,
+    /// Captured entry points: `pkg.module:Class.method`.
+    pub entry_points: Option<Vec<String>>,
+    /// Per-step entry points outside the graph (findings there stall rather than break capture).
+    pub step_entry_points: Option<Vec<String>>,
+    /// Eager breaks: functions the captured path does not descend into.
+    pub eager: Option<Vec<String>>,
+    /// Whether every `forward` of an `nn.Module` subclass is an entry point (default true).
+    pub module_forwards: Option<bool>,
 }
 
 /// Flags from the command line that override configuration.
@@ -45,6 +54,7 @@ pub struct Resolved {
     /// The folder globs are relative to.
     pub root: PathBuf,
     pub settings: Settings,
+    pub hot_path: HotPathSettings,
     per_file_ignores: Vec<(GlobSet, RuleSet)>,
     exclude: GlobSet,
 }
@@ -267,7 +277,14 @@ fn resolve(
         let name = predicate.rsplit('.').next().unwrap_or(predicate);
         capture_predicates.push(name.to_string());
     }
+    let hot_path = HotPathSettings {
+        entry_points: options.entry_points.clone().unwrap_or_default(),
+        step_entry_points: options.step_entry_points.clone().unwrap_or_default(),
+        eager: options.eager.clone().unwrap_or_default(),
+        module_forwards: options.module_forwards.unwrap_or(true),
+    };
     Ok(Resolved {
+        hot_path,
         source,
         root,
         settings: Settings {

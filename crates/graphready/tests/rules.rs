@@ -67,7 +67,7 @@ fn expected_markers(source: &str) -> BTreeMap<u32, Vec<String>> {
 fn check_json(args: &[&str], path: &Path) -> Value {
     let output = graphready()
         .arg("check")
-        .args(["--isolated", "--output-format", "json"])
+        .args(["--isolated", "--scope", "all", "--output-format", "json"])
         .args(args)
         .arg(path)
         .output()
@@ -157,7 +157,16 @@ fn every_rule_has_a_text_snapshot() {
             .to_path_buf();
         let output = graphready()
             .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
-            .args(["check", "--isolated", "--color", "never", "--select", &code])
+            .args([
+                "check",
+                "--isolated",
+                "--scope",
+                "all",
+                "--color",
+                "never",
+                "--select",
+                &code,
+            ])
             .arg(&relative)
             .output()
             .expect("graphready runs");

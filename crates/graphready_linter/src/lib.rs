@@ -6,10 +6,12 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod checker;
+pub mod hot_path;
 pub mod noqa;
 pub mod registry;
 pub mod rules;
 pub mod settings;
+pub mod summary;
 pub mod tensor_api;
 pub mod violation;
 
@@ -37,23 +39,103 @@ pub fn mentions_torch(source: &[u8]) -> bool {
     memchr::memmem::find(source, b"torch").is_some()
 }
 
-/// Checks one file's source.
+/// Return types of functions in other modules, by qualified name (`pkg.mod.helper`).
+pub type ExternalReturns = rustc_hash::FxHashMap<String, checker::semantic::Ty>;
+
+/// The findings of one file and what the project-wide analysis needs from it.
+#[derive(Debug, Default)]
+pub struct FileAnalysis {
+    pub diagnostics: Vec<Diagnostic>,
+    pub summary: summary::ModuleSummary,
+}
+
+/// Checks one file's source on its own.
 pub fn check(
     source: &str,
     path: &str,
     module: &ModuleInfo,
     settings: &Settings,
 ) -> Vec<Diagnostic> {
+    analyze(source, path, module, settings, None).diagnostics
+}
+
+/// Checks one file, with the return types of other modules' functions when they are known.
+///
+/// Two passes over the tree when the module has tensor-returning functions of its own: the first
+/// learns their return types, the second uses them at their call sites.
+pub fn analyze(
+    source: &str,
+    path: &str,
+    module: &ModuleInfo,
+    settings: &Settings,
+    external: Option<&ExternalReturns>,
+) -> FileAnalysis {
     let parsed = match ruff_python_parser::parse_module(source) {
         Ok(parsed) => parsed,
         Err(error) => {
             let range = error.location;
             let message = format!("file could not be parsed: {}", error.error);
-            return vec![unreadable(source, path, range, message)];
+            return FileAnalysis {
+                diagnostics: vec![unreadable(source, path, range, message)],
+                summary: summary::ModuleSummary {
+                    path: path.to_string(),
+                    module: module.name.clone(),
+                    ..summary::ModuleSummary::default()
+                },
+            };
         }
     };
-    let checker = checker::Checker::new(settings, module.name.as_deref(), module.is_package);
-    let raw = checker.run(parsed.syntax());
+    let run = |local| {
+        let known = checker::semantic::KnownReturns { local, external };
+        checker::Checker::new(
+            settings,
+            source,
+            module.name.as_deref(),
+            module.is_package,
+            known,
+        )
+        .run(parsed.syntax())
+    };
+    let first = run(None);
+    // A second pass pays off only where a tensor-returning function of this module is called
+    // from this module.
+    let tensor_returning: rustc_hash::FxHashSet<&str> = first
+        .returns
+        .iter()
+        .filter(|(_, ty)| {
+            matches!(
+                ty,
+                checker::semantic::Ty::Tensor | checker::semantic::Ty::TensorSeq
+            )
+        })
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let learned = !tensor_returning.is_empty()
+        && first.summary.functions.iter().any(|function| {
+            function.calls.iter().any(|site| match &site.target {
+                summary::CallTarget::Function(summary::Ref::Local(name)) => {
+                    tensor_returning.contains(name.as_str())
+                }
+                summary::CallTarget::SelfMethod { class, method } => {
+                    tensor_returning.contains(format!("{class}.{method}").as_str())
+                }
+                _ => false,
+            })
+        });
+    let analysis = if learned {
+        run(Some(&first.returns))
+    } else {
+        first
+    };
+    let mut summary = analysis.summary;
+    summary.path = path.to_string();
+    FileAnalysis {
+        diagnostics: locate(source, path, analysis.diagnostics),
+        summary,
+    }
+}
+
+fn locate(source: &str, path: &str, raw: Vec<checker::RawDiagnostic>) -> Vec<Diagnostic> {
     if raw.is_empty() {
         return Vec::new();
     }

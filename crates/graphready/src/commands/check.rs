@@ -6,8 +6,10 @@ use crate::printer::{self, Checked};
 use crate::report::Report;
 use crate::{EXIT_CLEAN, EXIT_FINDINGS};
 use anyhow::Result;
-use graphready_diagnostics::{sort_diagnostics, Diagnostic};
-use graphready_linter::{ModuleInfo, UNREADABLE_CODE};
+use graphready_diagnostics::{sort_diagnostics, Diagnostic, Reach};
+use graphready_linter::checker::semantic::Ty;
+use graphready_linter::hot_path::HotPath;
+use graphready_linter::{ExternalReturns, ModuleInfo, UNREADABLE_CODE};
 use rayon::prelude::*;
 use ruff_text_size::TextRange;
 use rustc_hash::FxHashMap;
@@ -27,6 +29,10 @@ struct Candidate {
 pub struct CheckRun {
     pub files: Vec<Checked>,
     pub files_checked: usize,
+    /// What `--show-scope` prints.
+    pub scope_report: String,
+    /// No entry point was found, so every function was reported.
+    pub no_entries: bool,
 }
 
 impl CheckRun {
@@ -41,6 +47,16 @@ impl CheckRun {
     }
 }
 
+/// Which findings `check` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Scope {
+    /// Only findings reached from an entry point (captured, or per-step outside the graph).
+    #[default]
+    Hot,
+    /// Every finding in every function.
+    All,
+}
+
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let overrides = Overrides {
         select: args.select.clone(),
@@ -53,7 +69,20 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     } else {
         args.paths.clone()
     };
-    let run = check_paths(&paths, &overrides)?;
+    let run = check_paths(&paths, &overrides, args.scope)?;
+    if args.show_scope {
+        printer::write_stdout(&run.scope_report)?;
+        return Ok(ExitCode::from(EXIT_CLEAN));
+    }
+    if run.no_entries && args.scope == Scope::Hot {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!(
+                "graphready: note: no entry point found (no capture site, marker, configured entry \
+                 or nn.Module forward); reporting every function as with --scope all"
+            );
+        }
+    }
     let diagnostics = run.diagnostics();
     let color = match args.color {
         ColorChoice::Always => true,
@@ -87,14 +116,24 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
 }
 
 /// The static findings for some paths, with the configuration discovered for them (used by the
-/// probe to merge runtime events with static findings).
+/// probe to merge runtime events with static findings). Every function is in scope: the probe
+/// decides what ran.
 #[allow(dead_code)]
 pub fn static_findings(paths: &[PathBuf]) -> Result<Vec<Diagnostic>> {
-    Ok(check_paths(paths, &Overrides::default())?.diagnostics())
+    Ok(check_paths(paths, &Overrides::default(), Scope::All)?.diagnostics())
 }
 
-/// Discovers, filters and checks every Python file under `paths`.
-pub fn check_paths(paths: &[PathBuf], overrides: &Overrides) -> Result<CheckRun> {
+/// One analysed file.
+struct Outcome {
+    candidate: usize,
+    path: String,
+    source: Option<Arc<str>>,
+    analysis: graphready_linter::FileAnalysis,
+}
+
+/// Discovers, filters and checks every Python file under `paths`, then scopes the findings to
+/// the hot path.
+pub fn check_paths(paths: &[PathBuf], overrides: &Overrides, scope: Scope) -> Result<CheckRun> {
     let mut configs: Vec<Resolved> = Vec::new();
     let mut config_by_source: FxHashMap<Option<PathBuf>, usize> = FxHashMap::default();
     let mut candidates = Vec::new();
@@ -122,20 +161,143 @@ pub fn check_paths(paths: &[PathBuf], overrides: &Overrides) -> Result<CheckRun>
             }
         }
     }
-    let results: Vec<Option<Checked>> = candidates
-        .par_iter()
-        .map(|candidate| check_file(candidate, &configs[candidate.config]))
+    let timing = std::env::var_os("GRAPHREADY_TIMING").is_some();
+    let started = std::time::Instant::now();
+    // Phase 1: every file on its own.
+    let mut outcomes: Vec<Outcome> = (0..candidates.len())
+        .into_par_iter()
+        .filter_map(|i| check_file(i, &candidates[i], &configs[candidates[i].config], None))
         .collect();
-    let files_checked = results.iter().filter(|r| r.is_some()).count();
-    let files = results
+    let phase1 = started.elapsed();
+    // Phase 2: the hot path over the whole project.
+    let hot_settings = configs
+        .first()
+        .map(|config| config.hot_path.clone())
+        .unwrap_or_default();
+    let summaries: Vec<_> = outcomes
+        .iter_mut()
+        .map(|outcome| std::mem::take(&mut outcome.analysis.summary))
+        .collect();
+    let hot = HotPath::analyze(&summaries, &hot_settings);
+    let no_entries = !hot.has_entries();
+    let scope = if no_entries { Scope::All } else { scope };
+    let scope_report = printer::scope::render(&hot, &summaries);
+    let phase2 = started.elapsed();
+    // Phase 3: files calling other modules' tensor-returning functions, again with their types;
+    // under `--scope hot`, only files with reachable functions (the others report nothing).
+    let external = external_returns(&summaries);
+    let mut redone_count = 0;
+    if !external.is_empty() {
+        let reached = hot.reached_modules();
+        let again: Vec<usize> = summaries
+            .iter()
+            .enumerate()
+            .filter(|(i, summary)| {
+                summary
+                    .imported_callees
+                    .iter()
+                    .any(|c| external.contains_key(c))
+                    && (scope == Scope::All || reached.contains(i))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let redone: Vec<(usize, Outcome)> = again
+            .into_par_iter()
+            .filter_map(|i| {
+                let c = outcomes[i].candidate;
+                check_file(
+                    c,
+                    &candidates[c],
+                    &configs[candidates[c].config],
+                    Some(&external),
+                )
+                .map(|outcome| (i, outcome))
+            })
+            .collect();
+        redone_count = redone.len();
+        for (i, outcome) in redone {
+            outcomes[i].source = outcome.source;
+            outcomes[i].analysis.diagnostics = outcome.analysis.diagnostics;
+        }
+    }
+    let files_checked = outcomes.len();
+    if timing {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!(
+                "timing: discover+phase1 {:?}, hot path {:?}, phase3 {:?} ({redone_count} files again)",
+                phase1,
+                phase2 - phase1,
+                started.elapsed() - phase2
+            );
+        }
+    }
+    let per_file: Vec<_> = outcomes
         .into_iter()
-        .flatten()
-        .filter(|checked| !checked.diagnostics.is_empty())
+        .map(|o| (o.candidate, o.path, o.source, o.analysis.diagnostics))
         .collect();
+    let mut files = Vec::new();
+    for (candidate, path, source, mut diagnostics) in per_file {
+        let config = &configs[candidates[candidate].config];
+        for diagnostic in &mut diagnostics {
+            hot.annotate(diagnostic);
+        }
+        diagnostics.retain(|d| {
+            d.code == UNREADABLE_CODE
+                || match d.reach {
+                    Reach::Capture | Reach::Stall => true,
+                    Reach::Unknown => scope == Scope::All && !d.captured_only,
+                }
+        });
+        let ignored = config.ignored_for(&candidates[candidate].path);
+        if !ignored.is_empty() {
+            diagnostics.retain(|d| {
+                d.code == UNREADABLE_CODE
+                    || graphready_linter::Rule::from_code(&d.code)
+                        .is_none_or(|r| !ignored.contains(r))
+            });
+        }
+        if !diagnostics.is_empty() {
+            files.push(Checked::new(path, source, diagnostics));
+        }
+    }
     Ok(CheckRun {
         files,
         files_checked,
+        scope_report,
+        no_entries,
     })
+}
+
+/// Tensor-returning module-level functions by qualified name, including re-exports.
+fn external_returns(summaries: &[graphready_linter::summary::ModuleSummary]) -> ExternalReturns {
+    let mut table = ExternalReturns::default();
+    for summary in summaries {
+        let Some(module) = &summary.module else {
+            continue;
+        };
+        for function in &summary.functions {
+            if function.class.is_none()
+                && !function.qualname.contains('.')
+                && matches!(function.returns, Ty::Tensor | Ty::TensorSeq)
+            {
+                table.insert(format!("{module}.{}", function.qualname), function.returns);
+            }
+        }
+    }
+    let mut aliases = Vec::new();
+    for summary in summaries {
+        let Some(module) = &summary.module else {
+            continue;
+        };
+        for (name, qualified) in &summary.imports {
+            if let Some(ty) = table.get(qualified) {
+                aliases.push((format!("{module}.{name}"), *ty));
+            }
+        }
+    }
+    table.extend(aliases);
+    table
 }
 
 /// Python files under a path: explicit files always, folders walked with `.gitignore` rules and
@@ -178,59 +340,63 @@ fn display_path(path: &Path) -> String {
     text.strip_prefix("./").unwrap_or(&text).to_string()
 }
 
-fn check_file(candidate: &Candidate, config: &Resolved) -> Option<Checked> {
+fn check_file(
+    index: usize,
+    candidate: &Candidate,
+    config: &Resolved,
+    external: Option<&ExternalReturns>,
+) -> Option<Outcome> {
     let path = display_path(&candidate.path);
+    let unreadable = |message: String| Outcome {
+        candidate: index,
+        path: path.clone(),
+        source: None,
+        analysis: graphready_linter::FileAnalysis {
+            diagnostics: vec![graphready_linter::unreadable(
+                "",
+                &path,
+                TextRange::default(),
+                message,
+            )],
+            summary: Default::default(),
+        },
+    };
     let bytes = match std::fs::read(&candidate.path) {
         Ok(bytes) => bytes,
-        Err(err) => {
-            let message = format!("file could not be read: {err}");
-            return Some(Checked::new(
-                path.clone(),
-                None,
-                vec![graphready_linter::unreadable(
-                    "",
-                    &path,
-                    TextRange::default(),
-                    message,
-                )],
-            ));
-        }
+        Err(err) => return Some(unreadable(format!("file could not be read: {err}"))),
     };
-    if !graphready_linter::mentions_torch(&bytes) {
+    // Files that never mention `torch` hold no hazard; package `__init__.py` files still count,
+    // for the re-exports the call graph follows through them.
+    let is_init = candidate
+        .path
+        .file_name()
+        .is_some_and(|name| name == "__init__.py");
+    if !is_init && !graphready_linter::mentions_torch(&bytes) {
         return None;
     }
     let source = match String::from_utf8(bytes) {
         Ok(source) => source,
         Err(err) => {
-            let message = format!(
+            return Some(unreadable(format!(
                 "file is not valid UTF-8 (invalid byte at offset {})",
                 err.utf8_error().valid_up_to()
-            );
-            return Some(Checked::new(
-                path.clone(),
-                None,
-                vec![graphready_linter::unreadable(
-                    "",
-                    &path,
-                    TextRange::default(),
-                    message,
-                )],
-            ));
+            )))
         }
     };
-    let mut diagnostics =
-        graphready_linter::check(&source, &path, &candidate.module, &config.settings);
-    // Until a hot-path analysis says otherwise, nothing is known to run captured.
-    diagnostics.retain(|d| !d.captured_only || d.reach != graphready_diagnostics::Reach::Unknown);
-    let ignored = config.ignored_for(&candidate.path);
-    if !ignored.is_empty() {
-        diagnostics.retain(|d| {
-            d.code == UNREADABLE_CODE
-                || graphready_linter::Rule::from_code(&d.code).is_none_or(|r| !ignored.contains(r))
-        });
-    }
-    let source = (!diagnostics.is_empty()).then(|| Arc::<str>::from(source));
-    Some(Checked::new(path, source, diagnostics))
+    let analysis = graphready_linter::analyze(
+        &source,
+        &path,
+        &candidate.module,
+        &config.settings,
+        external,
+    );
+    let source = (!analysis.diagnostics.is_empty()).then(|| Arc::<str>::from(source));
+    Some(Outcome {
+        candidate: index,
+        path,
+        source,
+        analysis,
+    })
 }
 
 /// Dotted package names of folders, computed once per folder.

@@ -2,6 +2,7 @@
 
 pub mod github;
 pub mod sarif;
+pub mod scope;
 pub mod text;
 
 use crate::args::OutputFormat;

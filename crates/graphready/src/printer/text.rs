@@ -2,7 +2,7 @@
 
 use super::{chain_text, Checked};
 use annotate_snippets::{Level, Renderer, Snippet};
-use graphready_diagnostics::{Diagnostic, Severity};
+use graphready_diagnostics::{Diagnostic, Reach, Severity};
 use std::fmt::Write as _;
 
 pub fn render(files: &[Checked], color: bool) -> String {
@@ -43,7 +43,10 @@ fn level(severity: Severity) -> Level {
 
 fn render_one(out: &mut String, renderer: &Renderer, file: &Checked, diagnostic: &Diagnostic) {
     let level = level(diagnostic.severity);
-    let chain = chain_text(diagnostic).map(|chain| format!("captured via {chain}"));
+    let chain = chain_text(diagnostic).map(|chain| match diagnostic.reach {
+        Reach::Stall => format!("runs every step, outside the graph, via {chain}"),
+        _ => format!("captured via {chain}"),
+    });
     let fix = diagnostic.fix.as_deref();
     let mut footers = Vec::new();
     if let Some(fix) = fix {

@@ -1,16 +1,19 @@
 //! The one visitor: it walks a module in source order, keeps the semantic model current, tracks
 //! guards and the enclosing function, and dispatches each node to the rules that want it.
 
+mod collect;
 pub mod guards;
 pub mod semantic;
 
 use crate::registry::Rule;
 use crate::rules;
 use crate::settings::Settings;
+use crate::summary::{FunctionSummary, ModuleSummary, Ref};
 use crate::violation::Violation;
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::{Ranged, TextRange};
+use rustc_hash::{FxHashMap, FxHashSet};
 use semantic::{ClassInfo, SemanticModel, Ty};
 
 /// A finding before positions are turned into lines and columns.
@@ -43,15 +46,62 @@ pub struct Checker<'a> {
     /// Class bodies being visited, innermost last.
     classes: Vec<&'a str>,
     deferred: Vec<Deferred<'a>>,
+    source: &'a str,
+    /// What the project-wide analysis needs from this module.
+    summary: ModuleSummary,
+    /// Summaries of the functions being visited, innermost last.
+    building: Vec<FunctionSummary>,
+    return_types: Vec<Option<Ty>>,
+    returns_found: FxHashMap<String, Ty>,
+    /// Locals bound to instances of known classes, per function.
+    instances: Vec<FxHashMap<&'a str, Vec<Ref>>>,
+    /// Nested `def`s visible by name, per function.
+    local_defs: Vec<FxHashMap<&'a str, String>>,
+    /// Top-level functions and classes of the module.
+    module_defs: FxHashSet<&'a str>,
+    /// The class and `self` name of the method being visited.
+    method_self: Option<(&'a str, &'a str)>,
+    /// Non-zero inside `with torch.cuda.graph(...)`.
+    capture_depth: u32,
+    /// Line starts, for the line numbers of summaries.
+    lines: ruff_source_file::LineIndex,
     /// Per-function state of the rules that judge a whole function.
     pub(crate) rule_state: rules::FunctionState<'a>,
 }
 
+/// What a checker run produces.
+pub struct Analysis {
+    pub diagnostics: Vec<RawDiagnostic>,
+    pub summary: ModuleSummary,
+    /// Return types of this module's functions, by qualified name inside the module.
+    pub returns: FxHashMap<String, Ty>,
+}
+
 impl<'a> Checker<'a> {
-    pub fn new(settings: &'a Settings, module: Option<&str>, is_package: bool) -> Self {
+    pub fn new(
+        settings: &'a Settings,
+        source: &'a str,
+        module: Option<&str>,
+        is_package: bool,
+        returns: semantic::KnownReturns<'a>,
+    ) -> Self {
         Checker {
             settings,
-            model: SemanticModel::new(module, is_package),
+            model: SemanticModel::new(module, is_package, returns),
+            source,
+            summary: ModuleSummary {
+                module: module.map(str::to_string),
+                ..ModuleSummary::default()
+            },
+            building: Vec::new(),
+            return_types: Vec::new(),
+            returns_found: FxHashMap::default(),
+            instances: Vec::new(),
+            local_defs: Vec::new(),
+            module_defs: FxHashSet::default(),
+            method_self: None,
+            capture_depth: 0,
+            lines: ruff_source_file::LineIndex::from_source_text(source),
             diagnostics: Vec::new(),
             safe_depth: 0,
             function: None,
@@ -93,12 +143,34 @@ impl<'a> Checker<'a> {
     }
 
     /// Walks a module and returns what the rules found.
-    pub fn run(mut self, module: &'a ast::ModModule) -> Vec<RawDiagnostic> {
+    pub fn run(mut self, module: &'a ast::ModModule) -> Analysis {
+        for stmt in &module.body {
+            match stmt {
+                Stmt::FunctionDef(function) => {
+                    self.module_defs.insert(function.name.id.as_str());
+                }
+                Stmt::ClassDef(class) => {
+                    self.module_defs.insert(class.name.id.as_str());
+                }
+                _ => {}
+            }
+        }
         self.visit_body(&module.body);
+        // Source order, so that summaries and chains are stable.
+        self.deferred.reverse();
         while let Some(deferred) = self.deferred.pop() {
             self.visit_function_body(deferred);
         }
-        self.diagnostics
+        for stmt in &module.body {
+            if let Stmt::Import(_) | Stmt::ImportFrom(_) = stmt {
+                collect_imports(stmt, &mut self.summary.imports, &self.model);
+            }
+        }
+        Analysis {
+            diagnostics: self.diagnostics,
+            summary: self.summary,
+            returns: self.returns_found,
+        }
     }
 
     fn visit_function_body(&mut self, deferred: Deferred<'a>) {
@@ -112,6 +184,12 @@ impl<'a> Checker<'a> {
                 .flatten()
                 .map(|p| p.parameter.name.id.as_str())
         });
+        self.enter_function_summary(function, &deferred.qualname);
+        let saved_method = self.method_self;
+        if let (Some(class), Some(self_name)) = (deferred.class, self_name) {
+            self.method_self = Some((class, self_name));
+        }
+        self.local_defs.push(FxHashMap::default());
         let saved_function = self.function.replace(deferred.qualname);
         let saved_safe = self.safe_depth;
         if deferred.safe {
@@ -129,6 +207,9 @@ impl<'a> Checker<'a> {
         self.model.exit_function();
         self.safe_depth = saved_safe;
         self.function = saved_function;
+        self.local_defs.pop();
+        self.method_self = saved_method;
+        self.exit_function_summary();
     }
 
     fn qualify(&self, name: &str) -> String {
@@ -330,6 +411,10 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 }
                 let name = function.name.id.as_str();
                 self.model.bind(name, Ty::Host);
+                let qualname = self.qualify(name);
+                if let Some(scope) = self.local_defs.last_mut() {
+                    scope.insert(name, qualname);
+                }
                 let deferred = Deferred {
                     function,
                     class: self
@@ -354,6 +439,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
                     self.visit_arguments(arguments);
                 }
                 let name = class.name.id.as_str();
+                self.summarize_class(class);
                 let info = self.collect_class(class);
                 self.model.define_class(name, info);
                 self.model.bind(name, Ty::Host);
@@ -382,7 +468,14 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 for target in &assign.targets {
                     self.visit_expr(target);
                     self.model.bind_assignment(target, &assign.value);
+                    self.bind_instance(target, &assign.value);
                 }
+            }
+            Stmt::Return(ret) => {
+                if let Some(value) = &ret.value {
+                    self.visit_expr(value);
+                }
+                self.record_return(ret.value.as_deref());
             }
             Stmt::AnnAssign(assign) => {
                 if let Some(value) = &assign.value {
@@ -409,9 +502,12 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 self.visit_expr(&for_stmt.iter);
                 let element = match self.model.ty(&for_stmt.iter) {
                     Ty::TensorSeq | Ty::Tensor => Ty::Tensor,
+                    // `for layer in self.layers:` over an `nn.ModuleList`.
+                    Ty::Module => Ty::Module,
                     _ => Ty::Unknown,
                 };
                 self.model.bind_target(&for_stmt.target, element);
+                self.bind_loop_instances(&for_stmt.target, &for_stmt.iter);
                 self.visit_expr(&for_stmt.target);
                 self.visit_block(&for_stmt.body);
                 self.visit_block(&for_stmt.orelse);
@@ -427,7 +523,18 @@ impl<'a> Visitor<'a> for Checker<'a> {
                         self.model.bind_target(vars, ty);
                     }
                 }
+                let capture = with.items.iter().any(|item| self.is_capture_context(item));
+                let eager = with.items.iter().any(Self::is_eager_context);
+                if capture {
+                    self.capture_depth += 1;
+                    self.record_capture_block(&with.body);
+                }
+                self.safe_depth += u32::from(eager);
                 self.visit_block(&with.body);
+                self.safe_depth -= u32::from(eager);
+                if capture {
+                    self.capture_depth -= 1;
+                }
             }
             _ => visitor::walk_stmt(self, stmt),
         }
@@ -470,6 +577,9 @@ impl<'a> Visitor<'a> for Checker<'a> {
             }
             _ => {}
         }
+        if let Expr::Call(call) = expr {
+            self.record_call(call);
+        }
         visitor::walk_expr(self, expr);
         rules::expression(self, expr);
     }
@@ -491,4 +601,23 @@ impl<'a> Visitor<'a> for Checker<'a> {
 /// Convenience for rules: the range of any node.
 pub fn range_of<T: Ranged>(node: &T) -> TextRange {
     node.range()
+}
+
+/// Module-level imports as bound name → qualified name, for re-exports through `__init__.py`.
+fn collect_imports(stmt: &Stmt, imports: &mut FxHashMap<String, String>, model: &SemanticModel) {
+    match stmt {
+        Stmt::Import(import) => {
+            for alias in &import.names {
+                if let Some(asname) = &alias.asname {
+                    imports.insert(asname.id.to_string(), alias.name.id.to_string());
+                }
+            }
+        }
+        Stmt::ImportFrom(_) => {
+            for (name, qualified) in model.module_imports() {
+                imports.insert(name.to_string(), qualified.to_string());
+            }
+        }
+        _ => {}
+    }
 }

@@ -7,6 +7,7 @@
 use crate::tensor_api::{self, Returns};
 use ruff_python_ast::{self as ast, Expr, Parameters, Stmt};
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::cell::RefCell;
 
 /// What the inference knows about a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -68,9 +69,26 @@ pub struct ClassInfo<'a> {
     pub attributes: FxHashMap<&'a str, Ty>,
 }
 
+/// Return types known before the walk: this module's functions from an earlier pass, and other
+/// modules' functions by qualified name.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KnownReturns<'a> {
+    pub local: Option<&'a FxHashMap<String, Ty>>,
+    pub external: Option<&'a FxHashMap<String, Ty>>,
+}
+
 /// The semantic model, updated as the checker walks the module in source order.
 pub struct SemanticModel<'a> {
+    returns: KnownReturns<'a>,
     scopes: Vec<Scope<'a>>,
+    /// Memoised answers per expression node, valid until the next binding changes: every rule
+    /// asks about the same receivers and callees.
+    /// Every name any import bound: a name outside this set never roots a qualified name, which
+    /// answers most `qualified_name` questions with one lookup.
+    import_names: FxHashSet<&'a str>,
+    ty_cache: RefCell<FxHashMap<usize, (u32, Ty)>>,
+    /// Bumped whenever a binding changes; memoised answers of older generations are stale.
+    generation: u32,
     /// The dotted name of this module's package, for relative imports (`None`: unknown).
     package: Option<String>,
     classes: FxHashMap<&'a str, ClassInfo<'a>>,
@@ -79,7 +97,7 @@ pub struct SemanticModel<'a> {
 }
 
 impl<'a> SemanticModel<'a> {
-    pub fn new(module: Option<&str>, is_package: bool) -> Self {
+    pub fn new(module: Option<&str>, is_package: bool, returns: KnownReturns<'a>) -> Self {
         let package = module.map(|module| {
             if is_package {
                 module.to_string()
@@ -91,29 +109,40 @@ impl<'a> SemanticModel<'a> {
             }
         });
         SemanticModel {
+            returns,
             scopes: vec![Scope::default()],
+            import_names: FxHashSet::default(),
+            ty_cache: RefCell::default(),
+            generation: 0,
             package,
             classes: FxHashMap::default(),
             method_context: Vec::new(),
         }
     }
 
+    /// Forgets memoised answers: a binding changed.
+    fn invalidate(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+    }
+
     pub fn push_scope(&mut self, is_class: bool) {
+        self.invalidate();
         self.scopes.push(Scope {
             is_class,
             bindings: FxHashMap::default(),
+            bool_tensors: FxHashSet::default(),
+            parameters: FxHashSet::default(),
         });
     }
 
     pub fn pop_scope(&mut self) {
+        self.invalidate();
         if self.scopes.len() > 1 {
             self.scopes.pop();
         }
     }
 
     pub fn enter_function(&mut self, class: Option<&'a str>, self_name: Option<&'a str>) {
-            bool_tensors: FxHashSet::default(),
-            parameters: FxHashSet::default(),
         self.method_context.push((class, self_name));
         self.push_scope(false);
     }
@@ -129,7 +158,23 @@ impl<'a> SemanticModel<'a> {
             .expect("the module scope is never popped")
     }
 
+    /// Module-level names bound by imports, with their qualified names.
+    pub fn module_imports(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.scopes[0]
+            .bindings
+            .iter()
+            .filter_map(|(name, binding)| match binding {
+                Binding::Import(qualified) => Some((*name, qualified.as_str())),
+                Binding::Value(_) => None,
+            })
+    }
+
+    fn local_return(&self, qualname: &str) -> Option<Ty> {
+        self.returns.local?.get(qualname).copied()
+    }
+
     pub fn bind(&mut self, name: &'a str, ty: Ty) {
+        self.invalidate();
         let scope = self.current();
         scope.bindings.insert(name, Binding::Value(ty));
         scope.bool_tensors.remove(name);
@@ -137,6 +182,12 @@ impl<'a> SemanticModel<'a> {
     }
 
     fn lookup(&self, name: &str) -> Option<&Binding> {
+        self.lookup_scope(name)
+            .and_then(|scope| scope.bindings.get(name))
+    }
+
+    /// The innermost scope visible from here that binds `name`.
+    fn lookup_scope(&self, name: &str) -> Option<&Scope<'a>> {
         let innermost = self.scopes.len() - 1;
         self.scopes
             .iter()
@@ -150,6 +201,7 @@ impl<'a> SemanticModel<'a> {
 
     /// Records `import ...` / `from ... import ...`.
     pub fn bind_import(&mut self, stmt: &'a Stmt) {
+        self.invalidate();
         match stmt {
             Stmt::Import(ast::StmtImport { names, .. }) => {
                 for alias in names {
@@ -157,19 +209,15 @@ impl<'a> SemanticModel<'a> {
                     match &alias.asname {
                         Some(asname) => {
                             let binding = Binding::Import(qualified.to_string());
+                            self.import_names.insert(asname.id.as_str());
                             self.current().bindings.insert(asname.id.as_str(), binding);
                         }
                         None => {
                             // `import torch.cuda` binds `torch`.
                             let head = qualified.split('.').next().unwrap_or(qualified);
                             let binding = Binding::Import(head.to_string());
-        self.lookup_scope(name)
-            .and_then(|scope| scope.bindings.get(name))
-    }
-
-    /// The innermost scope visible from here that binds `name`.
-    fn lookup_scope(&self, name: &str) -> Option<&Scope<'a>> {
                             let name = &alias.name.id.as_str()[..head.len()];
+                            self.import_names.insert(name);
                             self.current().bindings.insert(name, binding);
                         }
                     }
@@ -194,6 +242,7 @@ impl<'a> SemanticModel<'a> {
                     self.current()
                         .bindings
                         .insert(bound, Binding::Import(qualified));
+                    self.import_names.insert(bound);
                 }
             }
             _ => {}
@@ -224,6 +273,22 @@ impl<'a> SemanticModel<'a> {
     /// The qualified name an expression refers to through imports: `T.cuda.synchronize` with
     /// `import torch as T` is `torch.cuda.synchronize`. `None` for anything not rooted in an import.
     pub fn qualified_name(&self, expr: &Expr) -> Option<String> {
+        if !matches!(expr, Expr::Name(_) | Expr::Attribute(_)) {
+            return None;
+        }
+        let mut root = expr;
+        while let Expr::Attribute(attribute) = root {
+            root = &attribute.value;
+        }
+        match root {
+            Expr::Name(name) if self.import_names.contains(name.id.as_str()) => {
+                self.compute_qualified_name(expr)
+            }
+            _ => None,
+        }
+    }
+
+    fn compute_qualified_name(&self, expr: &Expr) -> Option<String> {
         match expr {
             Expr::Name(name) => match self.lookup(name.id.as_str())? {
                 Binding::Import(qualified) => Some(qualified.clone()),
@@ -245,6 +310,7 @@ impl<'a> SemanticModel<'a> {
     }
 
     pub fn define_class(&mut self, name: &'a str, info: ClassInfo<'a>) {
+        self.invalidate();
         self.classes.insert(name, info);
     }
 
@@ -301,6 +367,7 @@ impl<'a> SemanticModel<'a> {
                 }
                 Some("torch.cuda.Stream" | "torch.Stream") => Ty::Stream,
                 Some("torch.cuda.Event" | "torch.Event") => Ty::Event,
+                Some(numpy) if numpy.starts_with("numpy.") => Ty::Array,
                 _ => Ty::Unknown,
             },
         }
@@ -321,12 +388,16 @@ impl<'a> SemanticModel<'a> {
         if let Some(kwarg) = &parameters.kwarg {
             self.bind(kwarg.name.id.as_str(), Ty::Host);
         }
+        // After `bind`, which forgets a rebound parameter.
+        let names = parameters
+            .iter_non_variadic_params()
+            .map(|parameter| parameter.parameter.name.id.as_str());
+        self.current().parameters.extend(names);
     }
 
     /// Binds the names of an assignment target to the type of the assigned value.
     pub fn bind_target(&mut self, target: &'a Expr, ty: Ty) {
         match target {
-                Some(numpy) if numpy.starts_with("numpy.") => Ty::Array,
             Expr::Name(name) => self.bind(name.id.as_str(), ty),
             Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
                 let element = if ty == Ty::TensorSeq {
@@ -347,11 +418,6 @@ impl<'a> SemanticModel<'a> {
     pub fn bind_assignment(&mut self, target: &'a Expr, value: &Expr) {
         if let (Expr::Tuple(targets), Expr::Tuple(values)) = (target, value) {
             if targets.elts.len() == values.elts.len() {
-        // After `bind`, which forgets a rebound parameter.
-        let names = parameters
-            .iter_non_variadic_params()
-            .map(|parameter| parameter.parameter.name.id.as_str());
-        self.current().parameters.extend(names);
                 for (target, value) in targets.elts.iter().zip(&values.elts) {
                     let ty = self.ty(value);
                     self.bind_target(target, ty);
@@ -361,6 +427,11 @@ impl<'a> SemanticModel<'a> {
         }
         let ty = self.ty(value);
         self.bind_target(target, ty);
+        if let Expr::Name(name) = target {
+            if self.is_bool_tensor(value) {
+                self.current().bool_tensors.insert(name.id.as_str());
+            }
+        }
     }
 
     fn self_class(&self) -> Option<(&'a str, &'a str)> {
@@ -375,36 +446,6 @@ impl<'a> SemanticModel<'a> {
         self.ty(expr) == Ty::Tensor
     }
 
-    /// The inferred type of an expression.
-    pub fn ty(&self, expr: &Expr) -> Ty {
-        match expr {
-            Expr::Name(name) => match self.lookup(name.id.as_str()) {
-                Some(Binding::Value(Ty::Unknown)) | None if host_named(name.id.as_str()) => {
-                    Ty::CpuTensor
-                }
-                Some(Binding::Value(ty)) => *ty,
-                Some(Binding::Import(_)) | None => Ty::Unknown,
-            },
-            Expr::Attribute(attribute) => self.attribute_ty(attribute),
-        if let Expr::Name(name) = target {
-            if self.is_bool_tensor(value) {
-                self.current().bool_tensors.insert(name.id.as_str());
-            }
-        }
-            Expr::Call(call) => self.call_ty(call),
-            Expr::BinOp(binop) => {
-                let (left, right) = (self.ty(&binop.left), self.ty(&binop.right));
-                combine(left, right)
-            }
-            Expr::UnaryOp(unary) => match unary.op {
-                ast::UnaryOp::Not => Ty::Host,
-                _ => self.ty(&unary.operand),
-            },
-            Expr::Compare(compare) => {
-                if compare.ops.iter().any(|op| {
-                    matches!(
-                        op,
-                        ast::CmpOp::Is | ast::CmpOp::IsNot | ast::CmpOp::In | ast::CmpOp::NotIn
     /// Whether `name` is a parameter of the innermost function, not rebound since.
     pub fn is_parameter(&self, name: &str) -> bool {
         self.scopes
@@ -518,6 +559,45 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
+    /// The inferred type of an expression.
+    pub fn ty(&self, expr: &Expr) -> Ty {
+        let key = std::ptr::from_ref(expr) as usize;
+        if let Some((generation, known)) = self.ty_cache.borrow().get(&key) {
+            if *generation == self.generation {
+                return *known;
+            }
+        }
+        let ty = self.compute_ty(expr);
+        self.ty_cache
+            .borrow_mut()
+            .insert(key, (self.generation, ty));
+        ty
+    }
+
+    fn compute_ty(&self, expr: &Expr) -> Ty {
+        match expr {
+            Expr::Name(name) => match self.lookup(name.id.as_str()) {
+                Some(Binding::Value(Ty::Unknown)) | None if host_named(name.id.as_str()) => {
+                    Ty::CpuTensor
+                }
+                Some(Binding::Value(ty)) => *ty,
+                Some(Binding::Import(_)) | None => Ty::Unknown,
+            },
+            Expr::Attribute(attribute) => self.attribute_ty(attribute),
+            Expr::Call(call) => self.call_ty(call),
+            Expr::BinOp(binop) => {
+                let (left, right) = (self.ty(&binop.left), self.ty(&binop.right));
+                combine(left, right)
+            }
+            Expr::UnaryOp(unary) => match unary.op {
+                ast::UnaryOp::Not => Ty::Host,
+                _ => self.ty(&unary.operand),
+            },
+            Expr::Compare(compare) => {
+                if compare.ops.iter().any(|op| {
+                    matches!(
+                        op,
+                        ast::CmpOp::Is | ast::CmpOp::IsNot | ast::CmpOp::In | ast::CmpOp::NotIn
                     )
                 }) {
                     return Ty::Host;
@@ -533,6 +613,8 @@ impl<'a> SemanticModel<'a> {
                 Ty::Tensor | Ty::TensorSeq => Ty::Tensor,
                 Ty::CpuTensor => Ty::CpuTensor,
                 Ty::Array => Ty::Array,
+                // `self.layers[i]` of an `nn.ModuleList`.
+                Ty::Module => Ty::Module,
                 _ => Ty::Unknown,
             },
             Expr::Named(named) => self.ty(&named.value),
@@ -611,6 +693,13 @@ impl<'a> SemanticModel<'a> {
                     .is_some_and(|arg| arg.id.as_str() == "dim")
             });
         if let Some(qualified) = self.qualified_name(&call.func) {
+            if let Some(ty) = self
+                .returns
+                .external
+                .and_then(|known| known.get(&qualified))
+            {
+                return *ty;
+            }
             let ty = tensor_api::torch_function_result(&qualified, has_dim)
                 .map_or(Ty::Unknown, Ty::from);
             if ty == Ty::Tensor
@@ -634,6 +723,9 @@ impl<'a> SemanticModel<'a> {
                 }
                 other => match self.lookup(other) {
                     Some(Binding::Value(Ty::Module)) => Ty::Tensor,
+                    Some(Binding::Value(Ty::Host)) | None => {
+                        self.local_return(other).unwrap_or_default()
+                    }
                     _ => Ty::Unknown,
                 },
             },
@@ -643,6 +735,14 @@ impl<'a> SemanticModel<'a> {
                     return Ty::Tensor;
                 }
                 let method = attribute.attr.id.as_str();
+                if let (Expr::Name(receiver), Some((class, self_name))) =
+                    (&*attribute.value, self.self_class())
+                {
+                    if receiver.id.as_str() == self_name {
+                        let qualname = format!("{class}.{method}");
+                        return self.local_return(&qualname).unwrap_or_default();
+                    }
+                }
                 let receiver = self.ty(&attribute.value);
                 match method {
                     "numpy" if call.arguments.is_empty() => return Ty::Array,
@@ -706,16 +806,29 @@ fn combine(left: Ty, right: Ty) -> Ty {
 /// Whether a name says its value lives on the host (`positions_np`, `seq_lens_cpu`,
 /// `cpu_tokens`, `host_buf`): engines name their NumPy and pinned mirrors this way.
 pub fn host_named(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    lower.ends_with("_np")
-        || lower.starts_with("np_")
-        || lower.contains("numpy")
-        || lower.ends_with("_cpu")
-        || lower.starts_with("cpu_")
-        || lower.contains("_cpu_")
-        || lower.ends_with("_host")
-        || lower.starts_with("host_")
-        || lower.contains("_host_")
+    // Without allocating: this runs for every name the inference looks at.
+    fn has(haystack: &[u8], needle: &[u8]) -> bool {
+        haystack
+            .windows(needle.len())
+            .any(|window| window.eq_ignore_ascii_case(needle))
+    }
+    fn starts(haystack: &[u8], prefix: &[u8]) -> bool {
+        haystack.len() >= prefix.len() && haystack[..prefix.len()].eq_ignore_ascii_case(prefix)
+    }
+    fn ends(haystack: &[u8], suffix: &[u8]) -> bool {
+        haystack.len() >= suffix.len()
+            && haystack[haystack.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+    }
+    let name = name.as_bytes();
+    ends(name, b"_np")
+        || starts(name, b"np_")
+        || has(name, b"numpy")
+        || ends(name, b"_cpu")
+        || starts(name, b"cpu_")
+        || has(name, b"_cpu_")
+        || ends(name, b"_host")
+        || starts(name, b"host_")
+        || has(name, b"_host_")
 }
 
 /// A keyword argument by name.

@@ -1,0 +1,290 @@
+//! The project index: modules by name, functions and classes by qualified name, and call-target
+//! resolution across modules.
+
+use crate::summary::{CallTarget, ClassSummary, FunctionSummary, ModuleSummary, Ref};
+use graphready_diagnostics::ChainLink;
+use rustc_hash::FxHashMap;
+
+/// A function: its module and its index in that module's summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId {
+    pub module: usize,
+    pub function: usize,
+}
+
+enum Definition {
+    Function(NodeId),
+    Class(usize, usize),
+}
+
+/// How deep re-exports and base classes are followed.
+const MAX_DEPTH: u8 = 8;
+
+pub struct ProjectIndex<'s> {
+    modules: &'s [ModuleSummary],
+    by_name: FxHashMap<&'s str, usize>,
+    by_path: FxHashMap<&'s str, usize>,
+    functions: Vec<FxHashMap<&'s str, usize>>,
+    classes: Vec<FxHashMap<&'s str, usize>>,
+    /// Resolved callees per node, computed once.
+    callees: FxHashMap<NodeId, Vec<NodeId>>,
+}
+
+impl<'s> ProjectIndex<'s> {
+    pub fn new(modules: &'s [ModuleSummary]) -> Self {
+        let mut index = ProjectIndex {
+            modules,
+            by_name: FxHashMap::default(),
+            by_path: FxHashMap::default(),
+            functions: Vec::with_capacity(modules.len()),
+            classes: Vec::with_capacity(modules.len()),
+            callees: FxHashMap::default(),
+        };
+        for (i, module) in modules.iter().enumerate() {
+            if let Some(name) = &module.module {
+                index.by_name.entry(name.as_str()).or_insert(i);
+            }
+            index.by_path.insert(module.path.as_str(), i);
+            index.functions.push(
+                module
+                    .functions
+                    .iter()
+                    .enumerate()
+                    .map(|(j, f)| (f.qualname.as_str(), j))
+                    .collect(),
+            );
+            index.classes.push(
+                module
+                    .classes
+                    .iter()
+                    .enumerate()
+                    .map(|(j, c)| (c.name.as_str(), j))
+                    .collect(),
+            );
+        }
+        let mut callees = FxHashMap::default();
+        for node in index.nodes() {
+            let mut targets: Vec<NodeId> = index
+                .function(node)
+                .calls
+                .iter()
+                .flat_map(|site| index.resolve(node.module, &site.target))
+                .collect();
+            targets.sort();
+            targets.dedup();
+            callees.insert(node, targets);
+        }
+        index.callees = callees;
+        index
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.modules
+            .iter()
+            .enumerate()
+            .flat_map(|(module, summary)| {
+                (0..summary.functions.len()).map(move |function| NodeId { module, function })
+            })
+    }
+
+    pub fn function(&self, node: NodeId) -> &'s FunctionSummary {
+        &self.modules[node.module].functions[node.function]
+    }
+
+    pub fn module(&self, module: usize) -> &'s ModuleSummary {
+        &self.modules[module]
+    }
+
+    pub fn callees(&self, node: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        self.callees.get(&node).into_iter().flatten().copied()
+    }
+
+    pub fn link(&self, node: NodeId) -> ChainLink {
+        let function = self.function(node);
+        ChainLink {
+            function: function.qualname.clone(),
+            path: self.modules[node.module].path.clone(),
+            line: function.line,
+        }
+    }
+
+    pub fn node_at(&self, path: &str, qualname: &str) -> Option<NodeId> {
+        let module = *self.by_path.get(path)?;
+        let function = *self.functions[module].get(qualname)?;
+        Some(NodeId { module, function })
+    }
+
+    fn class(&self, module: usize, name: &str) -> Option<&'s ClassSummary> {
+        let index = *self.classes[module].get(name)?;
+        Some(&self.modules[module].classes[index])
+    }
+
+    /// `pkg.mod:Class.method`, or a qualified name inside any module.
+    pub fn find_named(&self, name: &str) -> Vec<NodeId> {
+        match name.split_once(':') {
+            Some((module, qualname)) => self
+                .modules
+                .iter()
+                .enumerate()
+                .filter(|(_, summary)| {
+                    summary
+                        .module
+                        .as_deref()
+                        .is_some_and(|m| m == module || m.ends_with(&format!(".{module}")))
+                })
+                .filter_map(|(i, _)| {
+                    self.functions[i].get(qualname).map(|&function| NodeId {
+                        module: i,
+                        function,
+                    })
+                })
+                .collect(),
+            None => self
+                .nodes()
+                .filter(|node| self.function(*node).qualname == name)
+                .collect(),
+        }
+    }
+
+    fn lookup_local(&self, module: usize, qualname: &str) -> Option<Definition> {
+        if let Some(&function) = self.functions[module].get(qualname) {
+            return Some(Definition::Function(NodeId { module, function }));
+        }
+        self.classes[module]
+            .get(qualname)
+            .map(|&class| Definition::Class(module, class))
+    }
+
+    /// A member of a module: a definition, or an import followed to where it is defined.
+    fn lookup_member(&self, module: usize, member: &str, depth: u8) -> Option<Definition> {
+        if let Some(found) = self.lookup_local(module, member) {
+            return Some(found);
+        }
+        if depth == 0 {
+            return None;
+        }
+        let (head, rest) = member
+            .split_once('.')
+            .map_or((member, None), |(h, r)| (h, Some(r)));
+        let imported = self.modules[module].imports.get(head)?;
+        let qualified = match rest {
+            Some(rest) => format!("{imported}.{rest}"),
+            None => imported.clone(),
+        };
+        self.lookup_qualified(&qualified, depth - 1)
+    }
+
+    fn lookup_qualified(&self, qualified: &str, depth: u8) -> Option<Definition> {
+        let mut split = qualified.len();
+        while let Some(dot) = qualified[..split].rfind('.') {
+            if let Some(&module) = self.by_name.get(&qualified[..dot]) {
+                return self.lookup_member(module, &qualified[dot + 1..], depth);
+            }
+            split = dot;
+        }
+        None
+    }
+
+    fn lookup(&self, module: usize, reference: &Ref) -> Option<Definition> {
+        match reference {
+            Ref::Local(qualname) => self
+                .lookup_local(module, qualname)
+                .or_else(|| self.lookup_member(module, qualname, MAX_DEPTH)),
+            Ref::Qualified(qualified) => self.lookup_qualified(qualified, MAX_DEPTH),
+        }
+    }
+
+    /// A method of a class, searched through its bases.
+    pub fn method_of(&self, module: usize, class: &str, method: &str) -> Option<NodeId> {
+        self.method_in(module, class, method, MAX_DEPTH)
+    }
+
+    fn method_in(&self, module: usize, class: &str, method: &str, depth: u8) -> Option<NodeId> {
+        let qualname = format!("{class}.{method}");
+        if let Some(&function) = self.functions[module].get(qualname.as_str()) {
+            return Some(NodeId { module, function });
+        }
+        if depth == 0 {
+            return None;
+        }
+        let summary = self.class(module, class)?;
+        summary
+            .bases
+            .iter()
+            .find_map(|base| match self.lookup(module, base)? {
+                Definition::Class(m, c) => {
+                    let name = &self.modules[m].classes[c].name;
+                    self.method_in(m, name, method, depth - 1)
+                }
+                Definition::Function(_) => None,
+            })
+    }
+
+    /// Whether a class derives from `torch.nn.Module` (or from a base outside the project, which
+    /// for a class with a `forward` is almost always a module).
+    pub fn is_module_class(&self, module: usize, class: &str) -> bool {
+        self.is_module_in(module, class, MAX_DEPTH)
+    }
+
+    fn is_module_in(&self, module: usize, class: &str, depth: u8) -> bool {
+        let Some(summary) = self.class(module, class) else {
+            return false;
+        };
+        if summary.direct_module {
+            return true;
+        }
+        if depth == 0 {
+            return false;
+        }
+        summary.bases.iter().any(|base| match self.lookup(module, base) {
+            Some(Definition::Class(m, c)) => {
+                self.is_module_in(m, &self.modules[m].classes[c].name, depth - 1)
+            }
+            Some(Definition::Function(_)) => false,
+            None => !matches!(base, Ref::Qualified(q) if q == "object" || q.starts_with("typing.") || q.starts_with("abc.") || q.starts_with("enum.")),
+        })
+    }
+
+    /// The functions a call target may run.
+    pub fn resolve(&self, module: usize, target: &CallTarget) -> Vec<NodeId> {
+        match target {
+            CallTarget::Function(reference) => match self.lookup(module, reference) {
+                Some(Definition::Function(node)) => vec![node],
+                _ => Vec::new(),
+            },
+            CallTarget::SelfMethod { class, method } => {
+                self.method_of(module, class, method).into_iter().collect()
+            }
+            CallTarget::Super { class, method } => {
+                let Some(summary) = self.class(module, class) else {
+                    return Vec::new();
+                };
+                summary
+                    .bases
+                    .iter()
+                    .find_map(|base| match self.lookup(module, base)? {
+                        Definition::Class(m, c) => {
+                            self.method_of(m, &self.modules[m].classes[c].name, method)
+                        }
+                        Definition::Function(_) => None,
+                    })
+                    .into_iter()
+                    .collect()
+            }
+            CallTarget::InstanceMethod { class, method } => match self.lookup(module, class) {
+                Some(Definition::Class(m, c)) => {
+                    let name = &self.modules[m].classes[c].name;
+                    self.method_of(m, name, method)
+                        .or_else(|| {
+                            (method == "forward")
+                                .then(|| self.method_of(m, name, "__call__"))
+                                .flatten()
+                        })
+                        .into_iter()
+                        .collect()
+                }
+                _ => Vec::new(),
+            },
+        }
+    }
+}

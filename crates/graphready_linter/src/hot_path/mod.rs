@@ -1,0 +1,291 @@
+//! The hot path: which functions run inside a captured region (or every step outside it), and
+//! the shortest call chain that gets them there.
+//!
+//! Input: every module's [`ModuleSummary`]. Steps: index modules, classes and functions; resolve
+//! each call site (imports and re-exports, `self.method()`, `super()`, instances held by
+//! attributes and `nn.ModuleList`s, inherited methods; unresolvable calls are not followed);
+//! find entry points; breadth-first search from explicit entries first, then from default module
+//! forwards, then from per-step entries; attach reach and chain to each diagnostic.
+
+mod index;
+
+use crate::summary::{EntryReason, Marker, ModuleSummary};
+use graphready_diagnostics::{ChainLink, Diagnostic, Reach};
+pub use index::{NodeId, ProjectIndex};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::VecDeque;
+
+/// Hot-path options, resolved from configuration.
+#[derive(Debug, Clone)]
+pub struct HotPathSettings {
+    /// `pkg.module:Class.method` (or a bare qualified name, matched in every module).
+    pub entry_points: Vec<String>,
+    pub step_entry_points: Vec<String>,
+    pub eager: Vec<String>,
+    /// Every `forward` of an `nn.Module` subclass is an entry.
+    pub module_forwards: bool,
+}
+
+impl Default for HotPathSettings {
+    fn default() -> Self {
+        HotPathSettings {
+            entry_points: Vec::new(),
+            step_entry_points: Vec::new(),
+            eager: Vec::new(),
+            module_forwards: true,
+        }
+    }
+}
+
+/// An entry point and why.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub node: NodeId,
+    pub reason: EntryReason,
+}
+
+/// The result of the analysis.
+pub struct HotPath<'s> {
+    pub index: ProjectIndex<'s>,
+    pub capture_entries: Vec<Entry>,
+    pub step_entries: Vec<Entry>,
+    pub eager: Vec<NodeId>,
+    /// Parent on the shortest chain (`None` for an entry), per reached node.
+    captured: FxHashMap<NodeId, Option<NodeId>>,
+    stalled: FxHashMap<NodeId, Option<NodeId>>,
+    /// Configured names that matched no function.
+    pub unmatched: Vec<String>,
+}
+
+impl<'s> HotPath<'s> {
+    pub fn analyze(modules: &'s [ModuleSummary], settings: &HotPathSettings) -> Self {
+        let index = ProjectIndex::new(modules);
+        let mut unmatched = Vec::new();
+        let mut eager: FxHashSet<NodeId> = FxHashSet::default();
+        let mut explicit = Vec::new();
+        let mut defaults = Vec::new();
+        let mut steps = Vec::new();
+        for node in index.nodes() {
+            let function = index.function(node);
+            for marker in &function.markers {
+                match marker {
+                    Marker::Captured => explicit.push(Entry {
+                        node,
+                        reason: EntryReason::Marker,
+                    }),
+                    Marker::Compiled => explicit.push(Entry {
+                        node,
+                        reason: EntryReason::Compiled,
+                    }),
+                    Marker::Step => steps.push(Entry {
+                        node,
+                        reason: EntryReason::StepMarker,
+                    }),
+                    Marker::Eager => {
+                        eager.insert(node);
+                    }
+                }
+            }
+            if function.replays_graph {
+                steps.push(Entry {
+                    node,
+                    reason: EntryReason::Replay,
+                });
+            }
+            for site in &function.captured_calls {
+                for target in index.resolve(node.module, &site.target) {
+                    explicit.push(Entry {
+                        node: target,
+                        reason: EntryReason::CaptureSite,
+                    });
+                }
+            }
+        }
+        for (module, summary) in modules.iter().enumerate() {
+            for entry in &summary.callable_entries {
+                for target in index.resolve(module, &entry.target) {
+                    explicit.push(Entry {
+                        node: target,
+                        reason: entry.reason,
+                    });
+                }
+            }
+            for class in &summary.classes {
+                if let Some(forward) = index.method_of(module, &class.name, "forward") {
+                    if class.compiled {
+                        explicit.push(Entry {
+                            node: forward,
+                            reason: EntryReason::Compiled,
+                        });
+                    } else if settings.module_forwards
+                        && index.is_module_class(module, &class.name)
+                        && forward.module == module
+                    {
+                        defaults.push(Entry {
+                            node: forward,
+                            reason: EntryReason::ModuleForward,
+                        });
+                    }
+                }
+            }
+        }
+        for (names, reason, out) in [
+            (
+                &settings.entry_points,
+                EntryReason::Configured,
+                &mut explicit,
+            ),
+            (
+                &settings.step_entry_points,
+                EntryReason::StepConfigured,
+                &mut steps,
+            ),
+        ] {
+            for name in names {
+                let found = index.find_named(name);
+                if found.is_empty() {
+                    unmatched.push(name.clone());
+                }
+                out.extend(found.into_iter().map(|node| Entry { node, reason }));
+            }
+        }
+        for name in &settings.eager {
+            let found = index.find_named(name);
+            if found.is_empty() {
+                unmatched.push(name.clone());
+            }
+            eager.extend(found);
+        }
+        // Module forwards that no other function calls go first, so that a chain starts at the
+        // outermost model rather than at the layer that holds the finding.
+        let called: FxHashSet<NodeId> = index.nodes().flat_map(|n| index.callees(n)).collect();
+        let (inner, roots): (Vec<Entry>, Vec<Entry>) = defaults
+            .iter()
+            .cloned()
+            .partition(|entry| called.contains(&entry.node));
+        let mut captured = FxHashMap::default();
+        let none = FxHashMap::default();
+        search(&index, &explicit, &eager, &mut captured, &none);
+        search(&index, &roots, &eager, &mut captured, &none);
+        search(&index, &inner, &eager, &mut captured, &none);
+        let mut stalled = FxHashMap::default();
+        search(&index, &steps, &eager, &mut stalled, &captured);
+        let mut capture_entries = explicit;
+        capture_entries.extend(defaults);
+        dedup_entries(&mut capture_entries);
+        dedup_entries(&mut steps);
+        let mut eager: Vec<NodeId> = eager.into_iter().collect();
+        eager.sort();
+        HotPath {
+            index,
+            capture_entries,
+            step_entries: steps,
+            eager,
+            captured,
+            stalled,
+            unmatched,
+        }
+    }
+
+    /// Whether any entry point at all was found.
+    pub fn has_entries(&self) -> bool {
+        !self.capture_entries.is_empty() || !self.step_entries.is_empty()
+    }
+
+    /// The modules with a function reached from an entry point.
+    pub fn reached_modules(&self) -> FxHashSet<usize> {
+        self.captured
+            .keys()
+            .chain(self.stalled.keys())
+            .map(|node| node.module)
+            .collect()
+    }
+
+    pub fn captured_count(&self) -> usize {
+        self.captured.len()
+    }
+
+    pub fn stalled_count(&self) -> usize {
+        self.stalled.len()
+    }
+
+    fn chain(&self, node: NodeId, parents: &FxHashMap<NodeId, Option<NodeId>>) -> Vec<ChainLink> {
+        let mut chain = Vec::new();
+        let mut current = Some(node);
+        while let Some(n) = current {
+            chain.push(self.index.link(n));
+            current = parents.get(&n).copied().flatten();
+            if chain.len() > 64 {
+                break;
+            }
+        }
+        chain.reverse();
+        chain
+    }
+
+    /// Sets `reach` and `chain` on a diagnostic.
+    pub fn annotate(&self, diagnostic: &mut Diagnostic) {
+        let Some(function) = diagnostic.function.as_deref() else {
+            return;
+        };
+        let Some(node) = self.index.node_at(&diagnostic.path, function) else {
+            return;
+        };
+        let line = diagnostic.span.start.line;
+        let summary = self.index.function(node);
+        if summary
+            .capture_blocks
+            .iter()
+            .any(|(start, end)| (*start..=*end).contains(&line))
+        {
+            diagnostic.reach = Reach::Capture;
+            diagnostic.chain = vec![self.index.link(node)];
+            return;
+        }
+        if self.captured.contains_key(&node) {
+            diagnostic.reach = Reach::Capture;
+            diagnostic.chain = self.chain(node, &self.captured);
+        } else if self.stalled.contains_key(&node) {
+            diagnostic.reach = Reach::Stall;
+            diagnostic.chain = self.chain(node, &self.stalled);
+        }
+    }
+}
+
+fn dedup_entries(entries: &mut Vec<Entry>) {
+    let mut seen = FxHashSet::default();
+    entries.retain(|entry| seen.insert(entry.node));
+}
+
+/// Multi-source breadth-first search; `skip` holds nodes another search already owns.
+fn search(
+    index: &ProjectIndex,
+    entries: &[Entry],
+    eager: &FxHashSet<NodeId>,
+    reached: &mut FxHashMap<NodeId, Option<NodeId>>,
+    skip: &FxHashMap<NodeId, Option<NodeId>>,
+) {
+    let mut queue = VecDeque::new();
+    for entry in entries {
+        if eager.contains(&entry.node)
+            || reached.contains_key(&entry.node)
+            || skip.contains_key(&entry.node)
+        {
+            continue;
+        }
+        reached.insert(entry.node, None);
+        queue.push_back(entry.node);
+    }
+    while let Some(node) = queue.pop_front() {
+        for callee in index.callees(node) {
+            if eager.contains(&callee)
+                || reached.contains_key(&callee)
+                || skip.contains_key(&callee)
+            {
+                continue;
+            }
+            reached.insert(callee, Some(node));
+            queue.push_back(callee);
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! What one module tells the project-wide analysis: its functions, classes, imports, the calls
+//! each function makes, and the capture-relevant facts found in it (capture sites, markers,
+//! compiled and graphed callables, graph replays).
+
+use crate::checker::semantic::Ty;
+use rustc_hash::FxHashMap;
+
+/// A reference to a class or function as written at the use site.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Ref {
+    /// A name defined in this module, by its qualified name inside the module (`Foo`, `Foo.bar`).
+    Local(String),
+    /// A dotted name through an import (`pkg.layers.MLP`).
+    Qualified(String),
+}
+
+/// What a call resolves to, before the project index is known.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CallTarget {
+    /// A function or class by reference; calling a class instance means its `forward`.
+    Function(Ref),
+    /// `self.method()` / `cls.method()`, looked up in the class and its bases.
+    SelfMethod { class: String, method: String },
+    /// `super().method()`, looked up in the bases of the class.
+    Super { class: String, method: String },
+    /// A method of an instance whose class is known (`self.mlp(x)` is `forward`).
+    InstanceMethod { class: Ref, method: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct CallSite {
+    pub target: CallTarget,
+    pub line: u32,
+}
+
+/// Why a function is an entry point or an eager break, as found in source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Marker {
+    /// `# graphready: captured` on the `def` line.
+    Captured,
+    /// `# graphready: eager` on the `def` line, or a known break decorator (`@no_graph`).
+    Eager,
+    /// `# graphready: step` on the `def` line.
+    Step,
+    /// `@torch.compile(mode="reduce-overhead" | "max-autotune")`.
+    Compiled,
+}
+
+#[derive(Debug, Clone)]
+pub struct FunctionSummary {
+    /// Qualified inside the module: `Class.method`, `outer.inner`, `func`.
+    pub qualname: String,
+    pub class: Option<String>,
+    pub line: u32,
+    pub markers: Vec<Marker>,
+    pub calls: Vec<CallSite>,
+    /// Calls made inside `with torch.cuda.graph(...)` blocks of this function: capture sites.
+    pub captured_calls: Vec<CallSite>,
+    /// Line ranges (inclusive) of `with torch.cuda.graph(...)` bodies in this function.
+    pub capture_blocks: Vec<(u32, u32)>,
+    /// Calls `.replay()` of a graph: a per-step function outside the graph.
+    pub replays_graph: bool,
+    pub returns: Ty,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ClassSummary {
+    pub name: String,
+    pub line: u32,
+    pub bases: Vec<Ref>,
+    /// Whether a base is `torch.nn.Module` itself.
+    pub direct_module: bool,
+    /// Attributes holding instances of known classes: `self.mlp = MLP(...)`, and the members of
+    /// `nn.ModuleList([...])` / `nn.Sequential(...)`.
+    pub attributes: FxHashMap<String, Vec<Ref>>,
+    pub methods: Vec<String>,
+    /// A class decorator that compiles the model for graph capture (`@support_torch_compile`).
+    pub compiled: bool,
+}
+
+/// Entry points named at a call: `make_graphed_callables(f, ...)`, `torch.compile(f, mode=...)`.
+#[derive(Debug, Clone)]
+pub struct CallableEntry {
+    pub target: CallTarget,
+    pub line: u32,
+    pub reason: EntryReason,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EntryReason {
+    CaptureSite,
+    GraphedCallable,
+    Compiled,
+    Marker,
+    Configured,
+    ModuleForward,
+    StepMarker,
+    StepConfigured,
+    Replay,
+}
+
+impl EntryReason {
+    pub const fn describe(self) -> &'static str {
+        match self {
+            EntryReason::CaptureSite => "called inside `with torch.cuda.graph(...)`",
+            EntryReason::GraphedCallable => "passed to `torch.cuda.make_graphed_callables`",
+            EntryReason::Compiled => "compiled with `torch.compile(mode=\"reduce-overhead\")`",
+            EntryReason::Marker => "marked `# graphready: captured`",
+            EntryReason::Configured => "named in `entry-points`",
+            EntryReason::ModuleForward => "`forward` of an `nn.Module` (default)",
+            EntryReason::StepMarker => "marked `# graphready: step`",
+            EntryReason::StepConfigured => "named in `step-entry-points`",
+            EntryReason::Replay => "replays a CUDA graph every step",
+        }
+    }
+
+    /// Explicit entries say how the code is really captured; their chains are preferred.
+    pub const fn is_explicit(self) -> bool {
+        !matches!(self, EntryReason::ModuleForward)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ModuleSummary {
+    /// The file as displayed.
+    pub path: String,
+    /// Dotted module name, when known.
+    pub module: Option<String>,
+    /// Module-level imports: bound name → qualified name (for re-exports).
+    pub imports: FxHashMap<String, String>,
+    pub functions: Vec<FunctionSummary>,
+    pub classes: Vec<ClassSummary>,
+    pub callable_entries: Vec<CallableEntry>,
+    /// Qualified names of imported callables this module calls (for cross-module typing).
+    pub imported_callees: Vec<String>,
+}
