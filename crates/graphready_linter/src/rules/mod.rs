@@ -26,12 +26,27 @@ pub struct FunctionState<'a> {
     pub device_reads: FxHashSet<&'a str>,
     /// GR506: names holding host clock readings.
     pub clock_names: FxHashSet<&'a str>,
+    /// Values assigned to `self.<attribute>`: caches and lazily built state, computed once.
+    pub self_assigned: Vec<TextRange>,
+    /// GR304: `self.<attribute> += ...` in captured code, waiting for a read of the attribute.
+    pub counters: Vec<(&'a str, TextRange)>,
+    /// `self.<attribute>` reads in this function.
+    pub self_reads: FxHashSet<&'a str>,
+    /// Logging calls, and tests of blocks that only log: reads there are not data.
+    pub logging: Vec<TextRange>,
 }
 
 impl FunctionState<'_> {
     /// Whether a node lies inside a loop body of this function.
     pub fn in_loop(&self, range: TextRange) -> bool {
         self.loops.iter().any(|body| body.contains_range(range))
+    }
+
+    /// Whether a node is (part of) a value assigned to an attribute of `self`.
+    pub fn assigned_to_self(&self, range: TextRange) -> bool {
+        self.self_assigned
+            .iter()
+            .any(|value| value.contains_range(range))
     }
 }
 
@@ -52,6 +67,9 @@ pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
             checker.rule_state.loops.push(range);
         }
     }
+    if let Some(value) = self_assignment_value(checker, stmt) {
+        checker.rule_state.self_assigned.push(value);
+    }
     dynamic_shape::statement(checker, stmt);
     host_data::statement(checker, stmt);
     allocation::statement(checker, stmt);
@@ -60,7 +78,30 @@ pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
 
 /// After a function's body was visited, with the function's bindings still in scope: rules that
 /// judge a whole function (state they gathered from [`statement`] and [`expression`]).
-pub fn function_exit(_checker: &mut Checker, _function: &ast::StmtFunctionDef) {}
+pub fn function_exit(checker: &mut Checker, _function: &ast::StmtFunctionDef) {
+    host_data::rules::host_state_mutated_in_step::counters_read(checker);
+}
+
+/// The value of `self.<attribute> = value`.
+fn self_assignment_value(checker: &Checker, stmt: &Stmt) -> Option<TextRange> {
+    let self_name = checker.model.self_name()?;
+    let (targets, value) = match stmt {
+        Stmt::Assign(assign) => (assign.targets.as_slice(), &*assign.value),
+        Stmt::AnnAssign(ast::StmtAnnAssign {
+            target,
+            value: Some(value),
+            ..
+        }) => (std::slice::from_ref(&**target), &**value),
+        _ => return None,
+    };
+    targets
+        .iter()
+        .any(|target| {
+            matches!(target, Expr::Attribute(attribute)
+                if matches!(&*attribute.value, Expr::Name(n) if n.id.as_str() == self_name))
+        })
+        .then(|| value.range())
+}
 
 /// The single name an assignment binds (`x = ...`), if that is what it is.
 pub fn assigned_name(stmt: &Stmt) -> Option<(&str, &Expr)> {

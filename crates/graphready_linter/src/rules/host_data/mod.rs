@@ -15,6 +15,9 @@ pub fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
         Expr::Subscript(subscript) => {
             rules::host_index_on_device_tensor::host_index(checker, subscript);
         }
+        Expr::Attribute(attribute) => {
+            rules::host_state_mutated_in_step::self_read(checker, attribute);
+        }
         _ => {}
     }
 }
@@ -43,4 +46,5 @@ pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
         Stmt::If(if_stmt) => rules::host_state_mutated_in_step::lazy_flag(checker, if_stmt),
         _ => {}
     }
+    rules::host_state_mutated_in_step::track_logging(checker, stmt);
 }

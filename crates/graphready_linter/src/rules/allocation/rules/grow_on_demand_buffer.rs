@@ -57,39 +57,65 @@ impl Violation for GrowOnDemandBuffer {
     }
 }
 
-/// The receivers whose size a test compares: `buf.numel() < n`, `buf.shape[0] < n`, `len(buf)`.
+/// The receivers whose size a test compares with something else: `buf.numel() < n`,
+/// `buf.shape[0] < n`, `tuple(buf.shape) != (rows, cols)`, `len(buf) < n`.
 struct SizedReceivers<'c, 'a, 'e> {
     checker: &'c Checker<'a>,
-    compares: bool,
     receivers: Vec<&'e Expr>,
+}
+
+impl<'e> SizedReceivers<'_, '_, 'e> {
+    /// The tensor whose size an operand is.
+    fn size_of(&self, operand: &'e Expr) -> Option<&'e Expr> {
+        match operand {
+            Expr::Call(call) => {
+                if let Some(("numel" | "size" | "nelement", receiver)) = method_call(call) {
+                    return Some(receiver);
+                }
+                match builtin_call(self.checker, call) {
+                    Some("len") => call.arguments.args.first(),
+                    Some("tuple") => call.arguments.args.first().and_then(|a| self.size_of(a)),
+                    _ => None,
+                }
+            }
+            Expr::Attribute(attribute) if attribute.attr.id.as_str() == "shape" => {
+                Some(&attribute.value)
+            }
+            Expr::Subscript(subscript) => self.size_of(&subscript.value),
+            _ => None,
+        }
+    }
 }
 
 impl<'e> Visitor<'e> for SizedReceivers<'_, '_, 'e> {
     fn visit_expr(&mut self, expr: &'e Expr) {
-        match expr {
-            Expr::Compare(compare) => {
-                self.compares |= compare.ops.iter().any(|op| {
-                    matches!(
-                        op,
-                        ast::CmpOp::Lt
-                            | ast::CmpOp::LtE
-                            | ast::CmpOp::Gt
-                            | ast::CmpOp::GtE
-                            | ast::CmpOp::NotEq
-                    )
-                });
-            }
-            Expr::Call(call) => {
-                if let Some(("numel" | "size" | "nelement", receiver)) = method_call(call) {
-                    self.receivers.push(receiver);
-                } else if builtin_call(self.checker, call) == Some("len") {
-                    self.receivers.extend(call.arguments.args.first());
+        if let Expr::Compare(compare) = expr {
+            let operands: Vec<&'e Expr> = std::iter::once(&*compare.left)
+                .chain(compare.comparators.iter())
+                .collect();
+            for (index, op) in compare.ops.iter().enumerate() {
+                if !matches!(
+                    op,
+                    ast::CmpOp::Lt
+                        | ast::CmpOp::LtE
+                        | ast::CmpOp::Gt
+                        | ast::CmpOp::GtE
+                        | ast::CmpOp::NotEq
+                ) {
+                    continue;
                 }
+                let (left, right) = (operands[index], operands[index + 1]);
+                let (left_of, right_of) = (self.size_of(left), self.size_of(right));
+                let same = |a: Option<&Expr>, b: Option<&Expr>| match (a, b) {
+                    (Some(a), Some(b)) => ComparableExpr::from(a) == ComparableExpr::from(b),
+                    _ => false,
+                };
+                if same(left_of, right_of) {
+                    continue;
+                }
+                self.receivers.extend(left_of);
+                self.receivers.extend(right_of);
             }
-            Expr::Attribute(attribute) if attribute.attr.id.as_str() == "shape" => {
-                self.receivers.push(&attribute.value);
-            }
-            _ => {}
         }
         visitor::walk_expr(self, expr);
     }
@@ -111,16 +137,15 @@ fn is_allocation(checker: &Checker, expr: &Expr) -> bool {
 pub fn grow_on_demand_buffer(checker: &mut Checker, if_stmt: &ast::StmtIf) {
     let mut sized = SizedReceivers {
         checker,
-        compares: false,
         receivers: Vec::new(),
     };
     sized.visit_expr(&if_stmt.test);
-    if !sized.compares || sized.receivers.is_empty() {
+    if sized.receivers.is_empty() {
         return;
     }
     let receivers: Vec<ComparableExpr> = sized.receivers.into_iter().map(Into::into).collect();
     let mut found = Vec::new();
-    for stmt in &if_stmt.body {
+    for (index, stmt) in if_stmt.body.iter().enumerate() {
         let Stmt::Assign(assign) = stmt else {
             continue;
         };
@@ -128,9 +153,15 @@ pub fn grow_on_demand_buffer(checker: &mut Checker, if_stmt: &ast::StmtIf) {
             continue;
         }
         for target in &assign.targets {
-            if matches!(target, Expr::Name(_) | Expr::Attribute(_))
-                && receivers.contains(&ComparableExpr::from(target))
-            {
+            let tested = matches!(target, Expr::Name(_) | Expr::Attribute(_))
+                && receivers.contains(&ComparableExpr::from(target));
+            // A local is a kept buffer only when the block stores it somewhere that outlives the
+            // call (`self._buf = buf`, `CACHE[key] = buf`); otherwise it is a one-off fallback.
+            let kept = match target {
+                Expr::Name(name) => stored(&if_stmt.body[index + 1..], name.id.as_str()),
+                _ => true,
+            };
+            if tested && kept {
                 found.push((name_of(target), assign.range()));
             }
         }
@@ -138,6 +169,22 @@ pub fn grow_on_demand_buffer(checker: &mut Checker, if_stmt: &ast::StmtIf) {
     for (buffer, range) in found {
         checker.report(GrowOnDemandBuffer { buffer }, range);
     }
+}
+
+/// Whether a block stores `name` into an attribute or a container.
+fn stored(body: &[Stmt], name: &str) -> bool {
+    body.iter().any(|stmt| match stmt {
+        Stmt::Assign(assign) => {
+            matches!(&*assign.value, Expr::Name(value) if value.id.as_str() == name)
+                && assign
+                    .targets
+                    .iter()
+                    .any(|target| matches!(target, Expr::Attribute(_) | Expr::Subscript(_)))
+        }
+        Stmt::If(if_stmt) => stored(&if_stmt.body, name),
+        Stmt::Try(try_stmt) => stored(&try_stmt.body, name),
+        _ => false,
+    })
 }
 
 fn name_of(expr: &Expr) -> String {

@@ -52,6 +52,9 @@ impl Violation for HostAllocationMovedToDevice {
 
 /// GR402
 pub fn host_allocation_moved_to_device(checker: &mut Checker, call: &ast::ExprCall) {
+    if checker.rule_state.assigned_to_self(call.range()) {
+        return;
+    }
     if !moves_to_device(checker, call) {
         return;
     }

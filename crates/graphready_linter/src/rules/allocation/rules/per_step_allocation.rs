@@ -62,6 +62,10 @@ impl Violation for PerStepAllocation {
 
 /// GR401
 pub fn per_step_allocation(checker: &mut Checker, call: &ast::ExprCall) {
+    // `self.buf = torch.empty(...)`: a buffer kept across steps (GR403 judges its growth).
+    if checker.rule_state.assigned_to_self(call.range()) {
+        return;
+    }
     let on_device = |call: &ast::ExprCall| match keyword(call, "device") {
         Some(device) => !is_cpu_device(device),
         None => true,

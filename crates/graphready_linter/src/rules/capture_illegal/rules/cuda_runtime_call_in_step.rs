@@ -55,7 +55,7 @@ pub fn cuda_runtime_call_in_step(checker: &mut Checker, call: &ast::ExprCall) {
     let Some(qualified) = checker.model.qualified_name(&call.func) else {
         return;
     };
-    let shown = match qualified.as_str() {
+    let shown = match &*qualified {
         "torch.cuda.empty_cache" | "torch.cuda.memory.empty_cache" => "torch.cuda.empty_cache()",
         "torch.cuda.set_device" => "torch.cuda.set_device()",
         "torch.cuda.ipc_collect" => "torch.cuda.ipc_collect()",

@@ -66,7 +66,7 @@ fn is_clock(checker: &Checker, expr: &Expr) -> bool {
             if checker
                 .model
                 .qualified_name(&call.func)
-                .is_some_and(|qualified| CLOCKS.contains(&qualified.as_str()))
+                .is_some_and(|qualified| CLOCKS.contains(&&*qualified))
             {
                 return true;
             }

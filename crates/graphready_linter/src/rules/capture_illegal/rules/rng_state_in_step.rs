@@ -82,7 +82,12 @@ pub fn rng_state_in_step(checker: &mut Checker, call: &ast::ExprCall) {
     let Some(qualified) = checker.model.qualified_name(&call.func) else {
         return;
     };
-    if RNG_STATE_CALLS.contains(&qualified.as_str()) {
-        checker.report(RngStateInStep { call: qualified }, call.range());
+    if RNG_STATE_CALLS.contains(&&*qualified) {
+        checker.report(
+            RngStateInStep {
+                call: qualified.to_string(),
+            },
+            call.range(),
+        );
     }
 }

@@ -73,7 +73,7 @@ pub fn unregistered_generator_in_step(checker: &mut Checker, call: &ast::ExprCal
     }
     let op = match checker.model.qualified_name(&call.func) {
         Some(qualified) => match qualified.strip_prefix("torch.") {
-            Some(name) if lookup(NONDETERMINISTIC_SEEDED, name, false) => qualified.clone(),
+            Some(name) if lookup(NONDETERMINISTIC_SEEDED, name, false) => qualified.to_string(),
             _ => return,
         },
         None => match method_call(call) {

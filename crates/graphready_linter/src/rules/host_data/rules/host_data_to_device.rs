@@ -36,7 +36,8 @@ declare_violation! {
     /// ```
     ///
     /// ## Known problems
-    /// `.to(device, non_blocking=True)` is taken to copy from pinned memory and is not reported.
+    /// `.to(device, non_blocking=True)` is taken to copy from pinned memory and is not reported,
+    /// and neither is a value stored on `self` (a cache built on first use).
     pub struct HostDataToDevice {
         call: String,
     }
@@ -73,7 +74,7 @@ fn is_allocating_factory(checker: &Checker, expr: &Expr) -> bool {
         .is_some_and(|qualified| {
             is_host_factory(&qualified)
                 && !matches!(
-                    qualified.as_str(),
+                    &*qualified,
                     "torch.tensor" | "torch.as_tensor" | "torch.from_numpy" | "torch.frombuffer"
                 )
         })
@@ -81,8 +82,12 @@ fn is_allocating_factory(checker: &Checker, expr: &Expr) -> bool {
 
 /// GR301
 pub fn host_data_to_device(checker: &mut Checker, call: &ast::ExprCall) {
+    // `self.freqs = torch.tensor(...).to(device)`: a cache built once, not per step.
+    if checker.rule_state.assigned_to_self(call.range()) {
+        return;
+    }
     if let Some(qualified) = checker.model.qualified_name(&call.func) {
-        let (name, must_be_host) = match qualified.as_str() {
+        let (name, must_be_host) = match &*qualified {
             "torch.tensor" => ("torch.tensor", false),
             "torch.as_tensor" => ("torch.as_tensor", true),
             "torch.asarray" => ("torch.asarray", true),

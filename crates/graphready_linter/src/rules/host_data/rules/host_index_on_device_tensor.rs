@@ -2,6 +2,7 @@ use crate::checker::semantic::Ty;
 use crate::checker::Checker;
 use crate::declare_violation;
 use crate::registry::Rule;
+use crate::rules::device_tensor;
 use crate::violation::Violation;
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
@@ -65,7 +66,7 @@ fn host_index_kind(checker: &Checker, index: &Expr) -> Option<&'static str> {
 
 /// GR302
 pub fn host_index(checker: &mut Checker, subscript: &ast::ExprSubscript) {
-    if checker.ty(&subscript.value) != Ty::Tensor {
+    if !device_tensor(checker, &subscript.value) {
         return;
     }
     if let Some(index) = host_index_kind(checker, &subscript.slice) {

@@ -61,18 +61,27 @@ impl Violation for HostScalarWrittenToDevice {
     }
 }
 
-/// Whether a parameter's name says it changes every call (a step, token, position, seed).
+/// Whether a parameter's name says it changes every call: the step, the next or current token
+/// or position, a seed. Configuration constants (`pad_token_id`, `decoder_start_token_id`) and
+/// sizes do not.
 fn step_named(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    let size_like = [
-        "num", "len", "size", "count", "max", "min", "batch", "dim", "shape",
-    ]
-    .iter()
-    .any(|word| lower.contains(word));
-    !size_like
-        && ["step", "token", "tid", "pos", "seed", "iter"]
+    let per_call = [
+        "step",
+        "timestep",
+        "token",
+        "token_id",
+        "tid",
+        "pos",
+        "position",
+        "seed",
+        "iteration",
+    ];
+    per_call.contains(&lower.as_str())
+        || ["next_", "cur_", "current_", "new_"]
             .iter()
-            .any(|word| lower.contains(word))
+            .any(|prefix| lower.starts_with(prefix) && !lower.contains("num"))
+        || lower.ends_with("_step")
 }
 
 /// Whether a host expression's value changes from call to call.
@@ -107,6 +116,19 @@ fn varies_per_call(checker: &Checker, expr: &Expr) -> bool {
 
 /// Remembers names holding host copies of device values, through assignments, `+=` and loops.
 pub fn track_device_reads<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+    if let Stmt::For(ast::StmtFor { body, .. }) | Stmt::While(ast::StmtWhile { body, .. }) = stmt {
+        // A running total bumped later in the body varies from its first use in the next
+        // iteration: `offsets[g] = running * rows; running += counts[g]`.
+        for stmt in body {
+            if let Stmt::AugAssign(ast::StmtAugAssign { target, value, .. }) = stmt {
+                if let Expr::Name(name) = &**target {
+                    if varies_per_call(checker, value) {
+                        checker.rule_state.device_reads.insert(name.id.as_str());
+                    }
+                }
+            }
+        }
+    }
     let (target, varies) = match stmt {
         Stmt::Assign(ast::StmtAssign { targets, value, .. }) => match targets.as_slice() {
             [Expr::Name(name)] => (name, varies_per_call(checker, value)),

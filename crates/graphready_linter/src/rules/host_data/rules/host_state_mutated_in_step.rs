@@ -83,8 +83,12 @@ fn self_attribute<'e>(checker: &Checker, expr: &'e Expr) -> Option<&'e str> {
         .then(|| attribute.attr.id.as_str())
 }
 
-/// `self.step += 1`
-pub fn augmented(checker: &mut Checker, assign: &ast::StmtAugAssign) {
+/// `self.step += 1`: remembered, and reported at the end of the function if the function also
+/// reads the attribute (a counter used as data or control flow, not a statistic).
+pub fn augmented<'a>(checker: &mut Checker<'a>, assign: &'a ast::StmtAugAssign) {
+    if !checker.in_captured_code() {
+        return;
+    }
     let Some(attribute) = self_attribute(checker, &assign.target) else {
         return;
     };
@@ -93,13 +97,66 @@ pub fn augmented(checker: &mut Checker, assign: &ast::StmtAugAssign) {
     {
         return;
     }
-    checker.report(
-        HostStateMutatedInStep {
-            attribute: attribute.to_string(),
-            lazy: false,
-        },
-        assign.range(),
-    );
+    checker
+        .rule_state
+        .counters
+        .push((attribute, assign.range()));
+}
+
+/// A read of `self.<attribute>`.
+pub fn self_read<'a>(checker: &mut Checker<'a>, attribute: &'a ast::ExprAttribute) {
+    if !matches!(attribute.ctx, ast::ExprContext::Load) {
+        return;
+    }
+    let Some(self_name) = checker.model.self_name() else {
+        return;
+    };
+    if matches!(&*attribute.value, Expr::Name(n) if n.id.as_str() == self_name)
+        && !checker
+            .rule_state
+            .logging
+            .iter()
+            .any(|range| range.contains_range(attribute.range()))
+    {
+        checker
+            .rule_state
+            .self_reads
+            .insert(attribute.attr.id.as_str());
+    }
+}
+
+/// Remembers logging statements and the tests of blocks that only log: a counter read there is a
+/// statistic, not data.
+pub fn track_logging(checker: &mut Checker, stmt: &Stmt) {
+    match stmt {
+        Stmt::Expr(expr) if is_logging_call(&expr.value) => {
+            checker.rule_state.logging.push(expr.range());
+        }
+        Stmt::If(if_stmt) if !has_work(&if_stmt.body) => {
+            checker.rule_state.logging.push(if_stmt.test.range());
+        }
+        _ => {}
+    }
+}
+
+/// At the end of a function: the counters it also reads.
+pub fn counters_read(checker: &mut Checker) {
+    let read: Vec<(String, ruff_text_size::TextRange)> = checker
+        .rule_state
+        .counters
+        .iter()
+        .filter(|(attribute, _)| checker.rule_state.self_reads.contains(attribute))
+        .map(|(attribute, range)| ((*attribute).to_string(), *range))
+        .collect();
+    for (attribute, range) in read {
+        checker.report(
+            HostStateMutatedInStep {
+                attribute,
+                lazy: false,
+            },
+            range,
+        );
+    }
 }
 
 /// The `self.<name>` attributes an `if` test reads.
@@ -131,6 +188,9 @@ pub fn lazy_flag(checker: &mut Checker, if_stmt: &ast::StmtIf) {
     if tested.is_empty() {
         return;
     }
+    if !has_work(&if_stmt.body) {
+        return;
+    }
     let mut flips = Vec::new();
     for stmt in &if_stmt.body {
         let Stmt::Assign(assign) = stmt else {
@@ -156,4 +216,48 @@ pub fn lazy_flag(checker: &mut Checker, if_stmt: &ast::StmtIf) {
             range,
         );
     }
+}
+
+/// Whether a block does work a graph would need to contain, rather than only logging and setting
+/// flags (`if not self._logged: logger.info(...); self._logged = True` is harmless).
+fn has_work(body: &[Stmt]) -> bool {
+    body.iter().any(|stmt| match stmt {
+        Stmt::Pass(_) => false,
+        Stmt::Assign(assign) => !matches!(&*assign.value, Expr::BooleanLiteral(_)),
+        Stmt::Expr(expr) => !is_logging_call(&expr.value),
+        Stmt::If(if_stmt) => {
+            has_work(&if_stmt.body)
+                || if_stmt
+                    .elif_else_clauses
+                    .iter()
+                    .any(|clause| has_work(&clause.body))
+        }
+        _ => true,
+    })
+}
+
+fn is_logging_call(expr: &Expr) -> bool {
+    const LOGGING: &[&str] = &[
+        "debug",
+        "info",
+        "warning",
+        "warn",
+        "error",
+        "exception",
+        "critical",
+        "log",
+        "info_once",
+        "warning_once",
+        "debug_once",
+        "print",
+    ];
+    let Expr::Call(call) = expr else {
+        return false;
+    };
+    let name = match &*call.func {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+        _ => return false,
+    };
+    LOGGING.contains(&name) || name.starts_with("log_") || name.starts_with("print_")
 }
