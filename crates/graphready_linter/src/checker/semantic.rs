@@ -708,6 +708,22 @@ impl<'a> SemanticModel<'a> {
             {
                 return Ty::CpuTensor;
             }
+            // Functions of a host tensor stay on the host (`torch.sin(cpu_t)`). Not classes:
+            // `nn.Parameter(torch.ones(1))` moves with its module.
+            let function = qualified
+                .strip_prefix("torch.")
+                .is_some_and(|name| !name.contains('.') && name.starts_with(char::is_lowercase));
+            if ty == Ty::Tensor
+                && function
+                && keyword(call, "device").is_none_or(is_cpu_device)
+                && call
+                    .arguments
+                    .args
+                    .first()
+                    .is_some_and(|arg| self.ty(arg) == Ty::CpuTensor)
+            {
+                return Ty::CpuTensor;
+            }
             return ty;
         }
         match &*call.func {
