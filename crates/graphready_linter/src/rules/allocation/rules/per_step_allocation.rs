@@ -74,6 +74,10 @@ pub fn per_step_allocation(checker: &mut Checker, call: &ast::ExprCall) {
         let Some(name) = qualified.strip_prefix("torch.") else {
             return;
         };
+        if SIZED_FACTORIES.contains(&name) && has_zero_dimension(call) {
+            // `torch.empty(0, ...)`, `torch.empty((1, 3, 0, h, w))`: nothing is allocated.
+            return;
+        }
         if SIZED_FACTORIES.contains(&name) {
             // Without `device=` the factory allocates host memory.
             let Some(device) = keyword(call, "device") else {
@@ -108,4 +112,18 @@ pub fn per_step_allocation(checker: &mut Checker, call: &ast::ExprCall) {
         format!(".{method}()")
     };
     checker.report(PerStepAllocation { call: shown }, call.range());
+}
+
+/// Whether a factory's literal size has a zero dimension.
+fn has_zero_dimension(call: &ast::ExprCall) -> bool {
+    let is_zero = |expr: &ast::Expr| {
+        matches!(expr, ast::Expr::NumberLiteral(n)
+            if matches!(&n.value, ast::Number::Int(i) if i.as_u8() == Some(0)))
+    };
+    match call.arguments.args.first() {
+        Some(ast::Expr::Tuple(tuple)) => tuple.elts.iter().any(is_zero),
+        Some(ast::Expr::List(list)) => list.elts.iter().any(is_zero),
+        Some(first) => call.arguments.args.len() == 1 && is_zero(first),
+        None => false,
+    }
 }

@@ -52,8 +52,12 @@ pub fn repeat_interleave(checker: &mut Checker, call: &ast::ExprCall) {
             if call.arguments.args.len() == 1 && keyword(call, "repeats").is_none() {
                 // `torch.repeat_interleave(repeats)`: the repeats are the input.
                 call.arguments.args.first()
-            } else {
+            } else if argument(call, 0, "input").is_some_and(|input| device_tensor(checker, input))
+            {
                 argument(call, 1, "repeats")
+            } else {
+                // The input lives on the host (or is unknown): so do the repeats.
+                return;
             }
         }
         Some(_) => return,
