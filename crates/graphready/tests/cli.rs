@@ -369,3 +369,45 @@ fn relative_imports_resolve_to_qualified_names() {
         .collect();
     assert_eq!(lines, vec![8]);
 }
+
+#[test]
+fn array_methods_stay_ambiguous_in_modules_that_import_numpy() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "def f(mask):\n    if mask.any():\n        pass\n";
+    std::fs::write(
+        dir.path().join("with_numpy.py"),
+        format!("import numpy as np\nimport torch\n\n{body}"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("torch_only.py"),
+        format!("import torch\n\n{body}"),
+    )
+    .unwrap();
+    let output = graphready()
+        .args([
+            "check",
+            "--isolated",
+            "--scope",
+            "all",
+            "--output-format",
+            "json",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let files: Vec<String> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            Path::new(f["path"].as_str().unwrap())
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(files, vec!["torch_only.py".to_string()]);
+}

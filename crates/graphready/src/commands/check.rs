@@ -188,19 +188,21 @@ pub fn check_paths(paths: &[PathBuf], overrides: &Overrides, scope: Scope) -> Re
     let external = external_returns(&summaries);
     let mut redone_count = 0;
     if !external.is_empty() {
-        let reached = hot.reached_modules();
-        let again: Vec<usize> = summaries
-            .iter()
-            .enumerate()
-            .filter(|(i, summary)| {
-                summary
-                    .imported_callees
-                    .iter()
-                    .any(|c| external.contains_key(c))
-                    && (scope == Scope::All || reached.contains(i))
-            })
-            .map(|(i, _)| i)
-            .collect();
+        let again: Vec<usize> = match scope {
+            Scope::All => summaries
+                .iter()
+                .enumerate()
+                .filter(|(_, summary)| {
+                    summary
+                        .imported_callees
+                        .iter()
+                        .any(|c| external.contains_key(c))
+                })
+                .map(|(i, _)| i)
+                .collect(),
+            // Only where a reached function itself calls one: nothing else is reported.
+            Scope::Hot => hot.modules_calling(&external),
+        };
         let redone: Vec<(usize, Outcome)> = again
             .into_par_iter()
             .filter_map(|i| {

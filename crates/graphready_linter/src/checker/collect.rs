@@ -136,7 +136,7 @@ impl<'a> Checker<'a> {
     /// A reference to a class or function named by an expression.
     pub(super) fn reference(&self, expr: &Expr) -> Option<Ref> {
         if let Some(qualified) = self.model.qualified_name(expr) {
-            return Some(Ref::Qualified(qualified));
+            return Some(Ref::Qualified(qualified.to_string()));
         }
         match expr {
             Expr::Name(name) => self.local_definition(name.id.as_str()).map(Ref::Local),
@@ -270,7 +270,7 @@ impl<'a> Checker<'a> {
         if let Expr::Attribute(_) | Expr::Name(_) = &*call.func {
             if let Some(qualified) = self.model.qualified_name(&call.func) {
                 if !qualified.starts_with("torch.") {
-                    self.summary.imported_callees.push(qualified);
+                    self.summary.imported_callees.push(qualified.to_string());
                 }
             }
         }
@@ -329,10 +329,7 @@ impl<'a> Checker<'a> {
             return false;
         };
         if let Some(qualified) = self.model.qualified_name(&call.func) {
-            return matches!(
-                qualified.as_str(),
-                "torch.cuda.graph" | "torch.cuda.graphs.graph"
-            );
+            return matches!(&*qualified, "torch.cuda.graph" | "torch.cuda.graphs.graph");
         }
         // `self.device_module.graph(g, pool=...)`: engines reach `torch.cuda` indirectly.
         matches!(&*call.func, Expr::Attribute(a) if a.attr.id.as_str() == "graph")
@@ -451,7 +448,7 @@ impl<'a> Checker<'a> {
         };
         let container = self.model.qualified_name(&call.func).is_some_and(|q| {
             matches!(
-                q.as_str(),
+                &*q,
                 "torch.nn.ModuleList" | "torch.nn.Sequential" | "torch.nn.ModuleDict"
             )
         });

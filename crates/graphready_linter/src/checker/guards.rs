@@ -97,5 +97,16 @@ pub fn is_capture_predicate(model: &SemanticModel, settings: &Settings, func: &E
 fn is_compiling(model: &SemanticModel, func: &Expr) -> bool {
     model
         .qualified_name(func)
-        .is_some_and(|qualified| COMPILING_PREDICATES.contains(&qualified.as_str()))
+        .is_some_and(|qualified| COMPILING_PREDICATES.contains(&&*qualified))
+}
+
+/// Whether an operand of `and`/`or` makes the operands after it safe: `a and b` evaluates `b`
+/// only when `a` is true, `a or b` only when `a` is false.
+pub fn guards_rest(
+    model: &SemanticModel,
+    settings: &Settings,
+    op: ast::BoolOp,
+    operand: &Expr,
+) -> bool {
+    safe_when(model, settings, operand, matches!(op, ast::BoolOp::Or))
 }

@@ -562,6 +562,20 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 rules::expression(self, expr);
                 return;
             }
+            Expr::BoolOp(bool_op) => {
+                // `not is_compiling() and check(x)`: operands after a guard run only when the
+                // guard let them, like the body of an `if`.
+                let saved = self.safe_depth;
+                for value in &bool_op.values {
+                    self.visit_expr(value);
+                    if guards::guards_rest(&self.model, self.settings, bool_op.op, value) {
+                        self.safe_depth += 1;
+                    }
+                }
+                self.safe_depth = saved;
+                rules::expression(self, expr);
+                return;
+            }
             Expr::If(if_expr) => {
                 self.visit_expr(&if_expr.test);
                 let body_safe = guards::safe_when(&self.model, self.settings, &if_expr.test, false);

@@ -8,6 +8,7 @@ use crate::tensor_api::{self, Returns};
 use ruff_python_ast::{self as ast, Expr, Parameters, Stmt};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
+use std::rc::Rc;
 
 /// What the inference knows about a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -86,6 +87,11 @@ pub struct SemanticModel<'a> {
     /// Every name any import bound: a name outside this set never roots a qualified name, which
     /// answers most `qualified_name` questions with one lookup.
     import_names: FxHashSet<&'a str>,
+    /// Whether the module imports NumPy anywhere (array methods are then ambiguous).
+    imports_numpy: bool,
+    /// Qualified names per expression node. A node is asked about many times at one program
+    /// point (once per rule), and an import is almost never shadowed between those questions.
+    qualified_cache: RefCell<FxHashMap<usize, Option<Rc<str>>>>,
     ty_cache: RefCell<FxHashMap<usize, (u32, Ty)>>,
     /// Bumped whenever a binding changes; memoised answers of older generations are stale.
     generation: u32,
@@ -112,7 +118,15 @@ impl<'a> SemanticModel<'a> {
             returns,
             scopes: vec![Scope::default()],
             import_names: FxHashSet::default(),
-            ty_cache: RefCell::default(),
+            imports_numpy: false,
+            qualified_cache: RefCell::new(FxHashMap::with_capacity_and_hasher(
+                1024,
+                rustc_hash::FxBuildHasher,
+            )),
+            ty_cache: RefCell::new(FxHashMap::with_capacity_and_hasher(
+                2048,
+                rustc_hash::FxBuildHasher,
+            )),
             generation: 0,
             package,
             classes: FxHashMap::default(),
@@ -202,6 +216,18 @@ impl<'a> SemanticModel<'a> {
     /// Records `import ...` / `from ... import ...`.
     pub fn bind_import(&mut self, stmt: &'a Stmt) {
         self.invalidate();
+        let numpy = match stmt {
+            Stmt::Import(import) => import
+                .names
+                .iter()
+                .any(|alias| alias.name.id.as_str().split('.').next() == Some("numpy")),
+            Stmt::ImportFrom(import) => import
+                .module
+                .as_ref()
+                .is_some_and(|m| m.id.as_str().split('.').next() == Some("numpy")),
+            _ => false,
+        };
+        self.imports_numpy |= numpy;
         match stmt {
             Stmt::Import(ast::StmtImport { names, .. }) => {
                 for alias in names {
@@ -272,20 +298,28 @@ impl<'a> SemanticModel<'a> {
 
     /// The qualified name an expression refers to through imports: `T.cuda.synchronize` with
     /// `import torch as T` is `torch.cuda.synchronize`. `None` for anything not rooted in an import.
-    pub fn qualified_name(&self, expr: &Expr) -> Option<String> {
+    pub fn qualified_name(&self, expr: &Expr) -> Option<Rc<str>> {
         if !matches!(expr, Expr::Name(_) | Expr::Attribute(_)) {
             return None;
+        }
+        let key = std::ptr::from_ref(expr) as usize;
+        if let Some(known) = self.qualified_cache.borrow().get(&key) {
+            return known.clone();
         }
         let mut root = expr;
         while let Expr::Attribute(attribute) = root {
             root = &attribute.value;
         }
-        match root {
+        let answer = match root {
             Expr::Name(name) if self.import_names.contains(name.id.as_str()) => {
-                self.compute_qualified_name(expr)
+                self.compute_qualified_name(expr).map(Rc::from)
             }
             _ => None,
-        }
+        };
+        self.qualified_cache
+            .borrow_mut()
+            .insert(key, answer.clone());
+        answer
     }
 
     fn compute_qualified_name(&self, expr: &Expr) -> Option<String> {
@@ -295,10 +329,12 @@ impl<'a> SemanticModel<'a> {
                 Binding::Value(_) => None,
             },
             Expr::Attribute(attribute) => {
-                let mut base = self.qualified_name(&attribute.value)?;
-                base.push('.');
-                base.push_str(attribute.attr.id.as_str());
-                Some(base)
+                let base = self.qualified_name(&attribute.value)?;
+                let mut qualified = String::with_capacity(base.len() + 1 + attribute.attr.len());
+                qualified.push_str(&base);
+                qualified.push('.');
+                qualified.push_str(attribute.attr.id.as_str());
+                Some(qualified)
             }
             _ => None,
         }
@@ -696,7 +732,7 @@ impl<'a> SemanticModel<'a> {
             if let Some(ty) = self
                 .returns
                 .external
-                .and_then(|known| known.get(&qualified))
+                .and_then(|known| known.get(&*qualified))
             {
                 return *ty;
             }
@@ -794,6 +830,16 @@ impl<'a> SemanticModel<'a> {
                     )
                     .map_or(Ty::Unknown, Ty::from),
                     Ty::Unknown if tensor_api::is_tensor_only_method(method) => Ty::Tensor,
+                    // In a module that never imports NumPy, `.any()`, `.sum()`, `.nonzero()` and
+                    // the rest of the tensor API belong to tensors.
+                    Ty::Unknown
+                        if !self.imports_numpy
+                            && tensor_api::tensor_method_result(method, false, 0)
+                                == Some(Returns::Tensor)
+                            && self.qualified_name(&attribute.value).is_none() =>
+                    {
+                        Ty::Tensor
+                    }
                     _ => Ty::Unknown,
                 }
             }

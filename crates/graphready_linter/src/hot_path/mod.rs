@@ -9,7 +9,7 @@
 
 mod index;
 
-use crate::summary::{EntryReason, Marker, ModuleSummary};
+use crate::summary::{CallTarget, EntryReason, Marker, ModuleSummary, Ref};
 use graphready_diagnostics::{ChainLink, Diagnostic, Reach};
 pub use index::{NodeId, ProjectIndex};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -192,13 +192,23 @@ impl<'s> HotPath<'s> {
         !self.capture_entries.is_empty() || !self.step_entries.is_empty()
     }
 
-    /// The modules with a function reached from an entry point.
-    pub fn reached_modules(&self) -> FxHashSet<usize> {
-        self.captured
+    /// The modules where a function reached from an entry point calls one of `callees`
+    /// (qualified names through imports).
+    pub fn modules_calling<V>(&self, callees: &FxHashMap<String, V>) -> Vec<usize> {
+        let mut modules: Vec<usize> = self
+            .captured
             .keys()
             .chain(self.stalled.keys())
+            .filter(|node| {
+                self.index.function(**node).calls.iter().any(|site| {
+                    matches!(&site.target, CallTarget::Function(Ref::Qualified(q)) if callees.contains_key(q))
+                })
+            })
             .map(|node| node.module)
-            .collect()
+            .collect();
+        modules.sort_unstable();
+        modules.dedup();
+        modules
     }
 
     pub fn captured_count(&self) -> usize {

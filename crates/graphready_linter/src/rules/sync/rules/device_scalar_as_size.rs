@@ -115,12 +115,12 @@ pub fn size_arguments(checker: &mut Checker, call: &ast::ExprCall) {
     {
         ("a `range()` bound", &call.arguments.args)
     } else if let Some(qualified) = checker.model.qualified_name(&call.func) {
-        if !SIZED_FACTORIES.contains(&qualified.as_str()) {
+        if !SIZED_FACTORIES.contains(&&*qualified) {
             return;
         }
         let args = &call.arguments.args;
         // `torch.full(size, fill_value)`: only the size is a size.
-        let args = if qualified == "torch.full" {
+        let args = if &*qualified == "torch.full" {
             &args[..args.len().min(1)]
         } else {
             args

@@ -61,7 +61,7 @@ fn is_stream_or_event(checker: &Checker, expr: &Expr) -> bool {
 pub fn explicit_synchronize(checker: &mut Checker, call: &ast::ExprCall) {
     if let Some(qualified) = checker.model.qualified_name(&call.func) {
         if matches!(
-            qualified.as_str(),
+            &*qualified,
             "torch.cuda.synchronize" | "torch.accelerator.synchronize" | "torch.xpu.synchronize"
         ) {
             checker.report(

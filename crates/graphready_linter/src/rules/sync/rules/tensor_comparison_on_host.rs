@@ -53,7 +53,7 @@ impl Violation for TensorComparisonOnHost {
 /// GR106
 pub fn tensor_comparison_on_host(checker: &mut Checker, call: &ast::ExprCall) {
     if let Some(qualified) = checker.model.qualified_name(&call.func) {
-        let name = match qualified.as_str() {
+        let name = match &*qualified {
             "torch.equal" => "torch.equal",
             "torch.allclose" => "torch.allclose",
             "torch.is_nonzero" => "torch.is_nonzero",

@@ -65,7 +65,7 @@ const LOG_METHODS: &[&str] = &[
 
 fn is_logger(checker: &Checker, receiver: &Expr) -> bool {
     if let Some(qualified) = checker.model.qualified_name(receiver) {
-        return qualified == "logging";
+        return &*qualified == "logging";
     }
     let name = match receiver {
         Expr::Name(name) => name.id.as_str(),

@@ -73,7 +73,13 @@ fn report(checker: &mut Checker, expr: &Expr, context: &'static str) {
 pub fn test_position(checker: &mut Checker, test: &Expr) {
     match test {
         Expr::BoolOp(bool_op) => {
-            if let Some(last) = bool_op.values.last() {
+            let Some((last, earlier)) = bool_op.values.split_last() else {
+                return;
+            };
+            if !earlier
+                .iter()
+                .any(|operand| guards_rest(checker, bool_op.op, operand))
+            {
                 test_position(checker, last);
             }
         }
@@ -100,7 +106,15 @@ pub fn bool_op(checker: &mut Checker, bool_op: &ast::ExprBoolOp) {
             Expr::BoolOp(_) | Expr::UnaryOp(_) => test_position(checker, operand),
             _ => report(checker, operand, context),
         }
+        // Operands after a guard (`not torch.compiler.is_compiling() and ...`) are guarded.
+        if guards_rest(checker, bool_op.op, operand) {
+            break;
+        }
     }
+}
+
+fn guards_rest(checker: &Checker, op: ast::BoolOp, operand: &Expr) -> bool {
+    crate::checker::guards::guards_rest(&checker.model, checker.settings, op, operand)
 }
 
 /// `not t`.
