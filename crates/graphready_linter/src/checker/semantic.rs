@@ -464,7 +464,7 @@ impl<'a> SemanticModel<'a> {
         let ty = self.ty(value);
         self.bind_target(target, ty);
         if let Expr::Name(name) = target {
-            if self.is_bool_tensor(value) {
+            if ty == Ty::Tensor && self.is_bool_tensor(value) {
                 self.current().bool_tensors.insert(name.id.as_str());
             }
         }
@@ -544,7 +544,7 @@ impl<'a> SemanticModel<'a> {
             }
             Expr::Subscript(subscript) => self.is_bool_tensor(&subscript.value),
             Expr::Named(named) => self.is_bool_tensor(&named.value),
-            Expr::Call(call) => self.ty(expr) == Ty::Tensor && self.is_bool_call(call),
+            Expr::Call(call) => self.is_bool_call(call) && self.ty(expr) == Ty::Tensor,
             _ => false,
         }
     }

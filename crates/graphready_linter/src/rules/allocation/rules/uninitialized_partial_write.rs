@@ -448,6 +448,16 @@ fn is_whole(index: &Expr) -> bool {
 
 /// GR404: follows the buffers statement by statement.
 pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+    // Nothing tracked: only a new allocation matters.
+    if checker.rule_state.buffers.is_empty() {
+        let Stmt::Assign(assign) = stmt else {
+            return;
+        };
+        if !matches!(&*assign.value, Expr::Call(_)) || factory_of(checker, &assign.value).is_none()
+        {
+            return;
+        }
+    }
     let names: Vec<&'a str> = checker
         .rule_state
         .buffers
