@@ -81,6 +81,8 @@ pub struct KnownReturns<'a> {
 /// The semantic model, updated as the checker walks the module in source order.
 pub struct SemanticModel<'a> {
     returns: KnownReturns<'a>,
+    /// Return types of this module's functions visited so far (callees are visited first).
+    learned_returns: FxHashMap<String, Ty>,
     scopes: Vec<Scope<'a>>,
     /// Memoised answers per expression node, valid until the next binding changes: every rule
     /// asks about the same receivers and callees.
@@ -116,6 +118,7 @@ impl<'a> SemanticModel<'a> {
         });
         SemanticModel {
             returns,
+            learned_returns: FxHashMap::default(),
             scopes: vec![Scope::default()],
             import_names: FxHashSet::default(),
             imports_numpy: false,
@@ -184,15 +187,28 @@ impl<'a> SemanticModel<'a> {
     }
 
     fn local_return(&self, qualname: &str) -> Option<Ty> {
-        self.returns.local?.get(qualname).copied()
+        self.learned_returns
+            .get(qualname)
+            .or_else(|| self.returns.local?.get(qualname))
+            .copied()
+    }
+
+    /// Records what a function of this module returns, for its callers visited later.
+    pub fn learn_return(&mut self, qualname: &str, ty: Ty) {
+        self.invalidate();
+        self.learned_returns.insert(qualname.to_string(), ty);
     }
 
     pub fn bind(&mut self, name: &'a str, ty: Ty) {
         self.invalidate();
         let scope = self.current();
         scope.bindings.insert(name, Binding::Value(ty));
-        scope.bool_tensors.remove(name);
-        scope.parameters.remove(name);
+        if !scope.bool_tensors.is_empty() {
+            scope.bool_tensors.remove(name);
+        }
+        if !scope.parameters.is_empty() {
+            scope.parameters.remove(name);
+        }
     }
 
     fn lookup(&self, name: &str) -> Option<&Binding> {
