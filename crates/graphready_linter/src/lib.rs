@@ -96,37 +96,7 @@ pub fn analyze(
         )
         .run(parsed.syntax())
     };
-    let first = run(None);
-    // A second pass pays off only where a tensor-returning function of this module is called
-    // from this module.
-    let tensor_returning: rustc_hash::FxHashSet<&str> = first
-        .returns
-        .iter()
-        .filter(|(_, ty)| {
-            matches!(
-                ty,
-                checker::semantic::Ty::Tensor | checker::semantic::Ty::TensorSeq
-            )
-        })
-        .map(|(name, _)| name.as_str())
-        .collect();
-    let learned = !tensor_returning.is_empty()
-        && first.summary.functions.iter().any(|function| {
-            function.calls.iter().any(|site| match &site.target {
-                summary::CallTarget::Function(summary::Ref::Local(name)) => {
-                    tensor_returning.contains(name.as_str())
-                }
-                summary::CallTarget::SelfMethod { class, method } => {
-                    tensor_returning.contains(format!("{class}.{method}").as_str())
-                }
-                _ => false,
-            })
-        });
-    let analysis = if learned {
-        run(Some(&first.returns))
-    } else {
-        first
-    };
+    let analysis = run(None);
     let mut summary = analysis.summary;
     summary.path = path.to_string();
     FileAnalysis {

@@ -118,6 +118,7 @@ impl<'a> Checker<'a> {
         if let Some(mut summary) = self.building.pop() {
             summary.returns = returns;
             self.returns_found.insert(summary.qualname.clone(), returns);
+            self.model.learn_return(&summary.qualname, returns);
             self.summary.functions.push(summary);
         }
     }

@@ -156,11 +156,12 @@ impl<'a> Checker<'a> {
             }
         }
         self.visit_body(&module.body);
-        // Source order, so that summaries and chains are stable.
-        self.deferred.reverse();
-        while let Some(deferred) = self.deferred.pop() {
+        // Callees before callers, so that a call of this module's tensor-returning function
+        // already knows what it returns; summaries go back to source order afterwards.
+        for deferred in callees_first(std::mem::take(&mut self.deferred)) {
             self.visit_function_body(deferred);
         }
+        self.summary.functions.sort_by_key(|function| function.line);
         for stmt in &module.body {
             if let Stmt::Import(_) | Stmt::ImportFrom(_) = stmt {
                 collect_imports(stmt, &mut self.summary.imports, &self.model);
@@ -633,5 +634,93 @@ fn collect_imports(stmt: &Stmt, imports: &mut FxHashMap<String, String>, model: 
             }
         }
         _ => {}
+    }
+}
+
+/// Orders deferred function bodies so that the module's own callees come before their callers
+/// (a depth-first post-order over `f()` and `self.m()` calls; cycles are cut where found).
+fn callees_first(deferred: Vec<Deferred<'_>>) -> Vec<Deferred<'_>> {
+    let index: FxHashMap<&str, usize> = deferred
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.qualname.as_str(), i))
+        .collect();
+    let edges: Vec<Vec<usize>> = deferred
+        .iter()
+        .map(|d| {
+            let mut calls = LocalCalls {
+                class: d.class,
+                self_name: d
+                    .function
+                    .parameters
+                    .iter_non_variadic_params()
+                    .next()
+                    .map(|p| p.parameter.name.id.as_str()),
+                names: Vec::new(),
+            };
+            calls.visit_body(&d.function.body);
+            calls
+                .names
+                .iter()
+                .filter_map(|name| index.get(name.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    let mut order = Vec::with_capacity(deferred.len());
+    let mut state = vec![0u8; deferred.len()]; // 0 new, 1 on the stack, 2 done
+    for start in 0..deferred.len() {
+        let mut stack = vec![(start, 0usize)];
+        while let Some((node, next)) = stack.pop() {
+            if next == 0 {
+                if state[node] != 0 {
+                    continue;
+                }
+                state[node] = 1;
+            }
+            if let Some(&callee) = edges[node].get(next) {
+                stack.push((node, next + 1));
+                if state[callee] == 0 {
+                    stack.push((callee, 0));
+                }
+            } else {
+                state[node] = 2;
+                order.push(node);
+            }
+        }
+    }
+    let mut slots: Vec<Option<Deferred<'_>>> = deferred.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
+}
+
+/// The module-local callees of a function body: `helper(...)` and `self.method(...)`.
+struct LocalCalls<'a> {
+    class: Option<&'a str>,
+    self_name: Option<&'a str>,
+    names: Vec<String>,
+}
+
+impl<'a> Visitor<'a> for LocalCalls<'a> {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        // Nested definitions are visited with their parent; their calls count as the parent's.
+        visitor::walk_stmt(self, stmt);
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if let Expr::Call(call) = expr {
+            match &*call.func {
+                Expr::Name(name) => self.names.push(name.id.to_string()),
+                Expr::Attribute(attribute) => {
+                    if let (Expr::Name(receiver), Some(class), Some(self_name)) =
+                        (&*attribute.value, self.class, self.self_name)
+                    {
+                        if receiver.id.as_str() == self_name {
+                            self.names.push(format!("{class}.{}", attribute.attr.id));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        visitor::walk_expr(self, expr);
     }
 }
