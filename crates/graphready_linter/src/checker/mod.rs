@@ -649,6 +649,7 @@ fn callees_first(deferred: Vec<Deferred<'_>>) -> Vec<Deferred<'_>> {
         .iter()
         .map(|d| {
             let mut calls = LocalCalls {
+                index: &index,
                 class: d.class,
                 self_name: d
                     .function
@@ -656,14 +657,10 @@ fn callees_first(deferred: Vec<Deferred<'_>>) -> Vec<Deferred<'_>> {
                     .iter_non_variadic_params()
                     .next()
                     .map(|p| p.parameter.name.id.as_str()),
-                names: Vec::new(),
+                callees: Vec::new(),
             };
             calls.visit_body(&d.function.body);
-            calls
-                .names
-                .iter()
-                .filter_map(|name| index.get(name.as_str()).copied())
-                .collect()
+            calls.callees
         })
         .collect();
     let mut order = Vec::with_capacity(deferred.len());
@@ -693,33 +690,31 @@ fn callees_first(deferred: Vec<Deferred<'_>>) -> Vec<Deferred<'_>> {
 }
 
 /// The module-local callees of a function body: `helper(...)` and `self.method(...)`.
-struct LocalCalls<'a> {
+struct LocalCalls<'i, 'a> {
+    index: &'i FxHashMap<&'i str, usize>,
     class: Option<&'a str>,
     self_name: Option<&'a str>,
-    names: Vec<String>,
+    callees: Vec<usize>,
 }
 
-impl<'a> Visitor<'a> for LocalCalls<'a> {
-    fn visit_stmt(&mut self, stmt: &'a Stmt) {
-        // Nested definitions are visited with their parent; their calls count as the parent's.
-        visitor::walk_stmt(self, stmt);
-    }
-
+impl<'a> Visitor<'a> for LocalCalls<'_, 'a> {
     fn visit_expr(&mut self, expr: &'a Expr) {
         if let Expr::Call(call) = expr {
-            match &*call.func {
-                Expr::Name(name) => self.names.push(name.id.to_string()),
-                Expr::Attribute(attribute) => {
-                    if let (Expr::Name(receiver), Some(class), Some(self_name)) =
-                        (&*attribute.value, self.class, self.self_name)
+            let callee = match &*call.func {
+                Expr::Name(name) => self.index.get(name.id.as_str()).copied(),
+                Expr::Attribute(attribute) => match (&*attribute.value, self.class, self.self_name)
+                {
+                    (Expr::Name(receiver), Some(class), Some(self_name))
+                        if receiver.id.as_str() == self_name =>
                     {
-                        if receiver.id.as_str() == self_name {
-                            self.names.push(format!("{class}.{}", attribute.attr.id));
-                        }
+                        let key = format!("{class}.{}", attribute.attr.id);
+                        self.index.get(key.as_str()).copied()
                     }
-                }
-                _ => {}
-            }
+                    _ => None,
+                },
+                _ => None,
+            };
+            self.callees.extend(callee);
         }
         visitor::walk_expr(self, expr);
     }
