@@ -34,12 +34,22 @@ pub struct FunctionState<'a> {
     pub self_reads: FxHashSet<&'a str>,
     /// Logging calls, and tests of blocks that only log: reads there are not data.
     pub logging: Vec<TextRange>,
+    /// Bodies of `with gpu_sync_allowed():` blocks: syncs the author declared deliberate.
+    pub sync_allowed: Vec<TextRange>,
 }
 
 impl FunctionState<'_> {
     /// Whether a node lies inside a loop body of this function.
     pub fn in_loop(&self, range: TextRange) -> bool {
         self.loops.iter().any(|body| body.contains_range(range))
+    }
+
+    /// Whether a node lies in a block whose author allowed synchronisation
+    /// (`with gpu_sync_allowed():`, vLLM's marker for deliberate, eager-only syncs).
+    pub fn in_sync_allowed(&self, range: TextRange) -> bool {
+        self.sync_allowed
+            .iter()
+            .any(|body| body.contains_range(range))
     }
 
     /// Whether a node is (part of) a value assigned to an attribute of `self`.
@@ -70,6 +80,18 @@ pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
     if let Some(value) = self_assignment_value(checker, stmt) {
         checker.rule_state.self_assigned.push(value);
     }
+    if let Stmt::With(with) = stmt {
+        if with
+            .items
+            .iter()
+            .any(|item| allows_sync(&item.context_expr))
+        {
+            if let (Some(first), Some(last)) = (with.body.first(), with.body.last()) {
+                let body = TextRange::new(first.start(), last.end());
+                checker.rule_state.sync_allowed.push(body);
+            }
+        }
+    }
     dynamic_shape::statement(checker, stmt);
     host_data::statement(checker, stmt);
     allocation::statement(checker, stmt);
@@ -80,6 +102,19 @@ pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
 /// judge a whole function (state they gathered from [`statement`] and [`expression`]).
 pub fn function_exit(checker: &mut Checker, _function: &ast::StmtFunctionDef) {
     host_data::rules::host_state_mutated_in_step::counters_read(checker);
+}
+
+/// `gpu_sync_allowed()` and similarly named context managers that declare a deliberate sync.
+fn allows_sync(context: &Expr) -> bool {
+    let Expr::Call(call) = context else {
+        return false;
+    };
+    let name = match &*call.func {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+        _ => return false,
+    };
+    name.contains("sync_allowed") || name.contains("allow_sync")
 }
 
 /// The value of `self.<attribute> = value`.

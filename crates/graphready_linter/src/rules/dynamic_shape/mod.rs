@@ -4,9 +4,13 @@ pub mod rules;
 
 use crate::checker::Checker;
 use ruff_python_ast::{Expr, ExprContext, Stmt};
+use ruff_text_size::Ranged;
 
 /// Dispatches one expression to the dynamic-shape rules.
 pub fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
+    if checker.rule_state.in_sync_allowed(expr.range()) {
+        return;
+    }
     match expr {
         Expr::Call(call) => {
             rules::dynamic_output_shape_op::dynamic_output_shape_op(checker, call);
@@ -24,6 +28,9 @@ pub fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
 
 /// Dispatches one statement to the dynamic-shape rules.
 pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+    if checker.rule_state.in_sync_allowed(stmt.range()) {
+        return;
+    }
     match stmt {
         Stmt::Assign(assign) => {
             for target in &assign.targets {
