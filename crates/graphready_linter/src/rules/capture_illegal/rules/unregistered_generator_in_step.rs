@@ -18,8 +18,8 @@ declare_violation! {
     /// ## Why is this bad?
     /// PyTorch advances the default CUDA generator's offset on every replay, but a generator you
     /// created yourself is only handled if it is registered with the graph
-    /// (`graph.register_generator_state(g)`, PyTorch 2.2 and later). Otherwise the capture fails
-    /// or every replay repeats the random numbers drawn at capture time.
+    /// (`graph.register_generator_state(g)` on recent PyTorch releases). Otherwise the capture
+    /// fails or every replay repeats the random numbers drawn at capture time.
     ///
     /// ## Example
     /// ```python
