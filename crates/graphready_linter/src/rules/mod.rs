@@ -36,6 +36,8 @@ pub struct FunctionState<'a> {
     pub logging: Vec<TextRange>,
     /// Bodies of `with gpu_sync_allowed():` blocks: syncs the author declared deliberate.
     pub sync_allowed: Vec<TextRange>,
+    /// The callee's qualified name of the call being dispatched, resolved once for all rules.
+    callee: Option<(TextRange, Option<std::rc::Rc<str>>)>,
 }
 
 impl FunctionState<'_> {
@@ -63,6 +65,14 @@ impl FunctionState<'_> {
 /// Every expression, after its children: each family's expression rules.
 pub fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
     sync::expression(checker, expr);
+    if let Expr::Call(call) = expr {
+        // Most calls are of nothing the call rules look at: skip them all at once.
+        if !call_may_matter(checker, call) {
+            return;
+        }
+        let qualified = checker.model.qualified_name(&call.func);
+        checker.rule_state.callee = Some((call.func.range(), qualified));
+    }
     dynamic_shape::expression(checker, expr);
     host_data::expression(checker, expr);
     allocation::expression(checker, expr);
@@ -102,6 +112,77 @@ pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
 /// judge a whole function (state they gathered from [`statement`] and [`expression`]).
 pub fn function_exit(checker: &mut Checker, _function: &ast::StmtFunctionDef) {
     host_data::rules::host_state_mutated_in_step::counters_read(checker);
+}
+
+/// Whether any rule of families 2 to 5 can report on this call: its callee's last name is one
+/// they know, it passes `pin_memory=` or `generator=`, or it may receive a host clock reading.
+fn call_may_matter(checker: &Checker, call: &ast::ExprCall) -> bool {
+    let name = match &*call.func {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+        _ => "",
+    };
+    let known = matches!(
+        name,
+        // GR201-GR205
+        "nonzero" | "argwhere" | "where" | "masked_select" | "unique" | "unique_consecutive"
+            | "bincount" | "index_put" | "index_put_" | "repeat_interleave" | "one_hot"
+            | "split" | "split_with_sizes"
+            // GR301-GR303, GR402
+            | "tensor" | "as_tensor" | "asarray" | "cuda" | "to" | "fill_" | "full"
+            // GR401
+            | "empty" | "zeros" | "ones" | "arange" | "empty_strided" | "rand" | "randn"
+            | "randint" | "eye" | "linspace" | "empty_like" | "zeros_like" | "ones_like"
+            | "full_like" | "new_empty" | "new_zeros" | "new_ones" | "new_full" | "clone"
+            // GR501-GR503, GR507, GR508
+            | "empty_cache" | "set_device" | "ipc_collect" | "pin_memory" | "manual_seed"
+            | "seed" | "get_rng_state" | "set_rng_state" | "manual_seed_all" | "seed_all"
+            | "get_rng_state_all" | "set_rng_state_all" | "barrier" | "monitored_barrier"
+            | "all_gather_object" | "broadcast_object_list" | "gather_object"
+            | "scatter_object_list" | "send_object_list" | "recv_object_list" | "elapsed_time"
+    );
+    known
+        || call.arguments.keywords.iter().any(|keyword| {
+            keyword
+                .arg
+                .as_ref()
+                .is_some_and(|arg| matches!(arg.id.as_str(), "pin_memory" | "generator"))
+        })
+        || (!checker.rule_state.clock_names.is_empty()
+            || call.arguments.args.iter().any(may_read_clock)
+            || call
+                .arguments
+                .keywords
+                .iter()
+                .any(|keyword| may_read_clock(&keyword.value)))
+}
+
+/// A cheap over-approximation of GR506's clock readings: a call of a clock-named function, or
+/// arithmetic on one.
+pub fn may_read_clock(expr: &Expr) -> bool {
+    match expr {
+        Expr::Call(call) => {
+            matches!(&*call.func, Expr::Attribute(a) if matches!(a.attr.id.as_str(),
+                "time" | "perf_counter" | "monotonic" | "time_ns" | "perf_counter_ns"
+                    | "monotonic_ns"))
+                || matches!(&*call.func, Expr::Name(n) if matches!(n.id.as_str(),
+                    "time" | "perf_counter" | "monotonic" | "time_ns" | "perf_counter_ns"
+                        | "monotonic_ns"))
+                || matches!(&*call.func, Expr::Name(_))
+                    && call.arguments.args.first().is_some_and(may_read_clock)
+        }
+        Expr::BinOp(binop) => may_read_clock(&binop.left) || may_read_clock(&binop.right),
+        Expr::UnaryOp(unary) => may_read_clock(&unary.operand),
+        _ => false,
+    }
+}
+
+/// The qualified name of a call's callee (`torch.nonzero`), resolved once per call for every rule.
+pub fn callee(checker: &Checker, call: &ast::ExprCall) -> Option<std::rc::Rc<str>> {
+    match &checker.rule_state.callee {
+        Some((range, qualified)) if *range == call.func.range() => qualified.clone(),
+        _ => checker.model.qualified_name(&call.func),
+    }
 }
 
 /// `gpu_sync_allowed()` and similarly named context managers that declare a deliberate sync.

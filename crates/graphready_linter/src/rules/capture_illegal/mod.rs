@@ -17,7 +17,13 @@ pub fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
             rules::host_collective_in_step::host_collective_in_step(checker, call);
             rules::event_elapsed_time_in_step::event_elapsed_time_in_step(checker, call);
         }
-        Expr::BinOp(binop) => rules::host_clock_as_data::binop(checker, binop),
+        Expr::BinOp(binop)
+            if !checker.rule_state.clock_names.is_empty()
+                || crate::rules::may_read_clock(&binop.left)
+                || crate::rules::may_read_clock(&binop.right) =>
+        {
+            rules::host_clock_as_data::binop(checker, binop);
+        }
         _ => {}
     }
 }

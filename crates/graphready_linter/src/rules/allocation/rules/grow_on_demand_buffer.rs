@@ -125,7 +125,7 @@ fn is_allocation(checker: &Checker, expr: &Expr) -> bool {
     let Expr::Call(call) = expr else {
         return false;
     };
-    if let Some(qualified) = checker.model.qualified_name(&call.func) {
+    if let Some(qualified) = crate::rules::callee(checker, call) {
         return qualified
             .strip_prefix("torch.")
             .is_some_and(|name| SIZED_FACTORIES.contains(&name) || LIKE_FACTORIES.contains(&name));

@@ -70,7 +70,7 @@ pub fn per_step_allocation(checker: &mut Checker, call: &ast::ExprCall) {
         Some(device) => !is_cpu_device(device),
         None => true,
     };
-    let shown = if let Some(qualified) = checker.model.qualified_name(&call.func) {
+    let shown = if let Some(qualified) = crate::rules::callee(checker, call) {
         let Some(name) = qualified.strip_prefix("torch.") else {
             return;
         };

@@ -154,7 +154,15 @@ fn factory_of(checker: &Checker, value: &Expr) -> Option<&'static str> {
     let Expr::Call(call) = value else {
         return None;
     };
-    match checker.model.qualified_name(&call.func).as_deref() {
+    let name = match &*call.func {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+        _ => return None,
+    };
+    if !matches!(name, "empty" | "empty_like" | "empty_strided" | "new_empty") {
+        return None;
+    }
+    match crate::rules::callee(checker, call).as_deref() {
         Some("torch.empty") => Some("torch.empty"),
         Some("torch.empty_like") => Some("torch.empty_like"),
         Some("torch.empty_strided") => Some("torch.empty_strided"),
@@ -241,10 +249,7 @@ fn reads_nothing(call: &ast::ExprCall) -> bool {
 /// A user kernel that writes or reads only the rows below a bound: a masked kernel given a
 /// `masked_m` row count (the buffer itself may be that count, so it does not count).
 fn is_bounded_kernel(checker: &Checker, call: &ast::ExprCall, buffer: &str) -> bool {
-    if checker
-        .model
-        .qualified_name(&call.func)
-        .is_some_and(|qualified| qualified.starts_with("torch."))
+    if crate::rules::callee(checker, call).is_some_and(|qualified| qualified.starts_with("torch."))
     {
         return false;
     }

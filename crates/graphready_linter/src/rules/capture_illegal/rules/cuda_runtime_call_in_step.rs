@@ -52,7 +52,7 @@ impl Violation for CudaRuntimeCallInStep {
 
 /// GR501
 pub fn cuda_runtime_call_in_step(checker: &mut Checker, call: &ast::ExprCall) {
-    let Some(qualified) = checker.model.qualified_name(&call.func) else {
+    let Some(qualified) = crate::rules::callee(checker, call) else {
         return;
     };
     let shown = match &*qualified {

@@ -2,7 +2,7 @@ use crate::checker::Checker;
 use crate::declare_violation;
 use crate::registry::Rule;
 use crate::violation::Violation;
-use ruff_python_ast::Stmt;
+use ruff_python_ast::{Expr, Stmt};
 use ruff_text_size::Ranged;
 
 declare_violation! {
@@ -53,7 +53,8 @@ pub fn cudnn_benchmark_change(checker: &mut Checker, stmt: &Stmt) {
         _ => return,
     };
     for target in targets {
-        if checker.model.is(target, "torch.backends.cudnn.benchmark") {
+        let benchmark = matches!(target, Expr::Attribute(a) if a.attr.id.as_str() == "benchmark");
+        if benchmark && checker.model.is(target, "torch.backends.cudnn.benchmark") {
             checker.report(CudnnBenchmarkChange {}, stmt.range());
         }
     }

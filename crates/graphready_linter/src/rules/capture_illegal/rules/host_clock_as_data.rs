@@ -63,9 +63,7 @@ const CLOCKS: &[&str] = &[
 fn is_clock(checker: &Checker, expr: &Expr) -> bool {
     match expr {
         Expr::Call(call) => {
-            if checker
-                .model
-                .qualified_name(&call.func)
+            if crate::rules::callee(checker, call)
                 .is_some_and(|qualified| CLOCKS.contains(&&*qualified))
             {
                 return true;
@@ -89,16 +87,20 @@ pub fn track_clock_names<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
     let Some((name, value)) = assigned_name(stmt) else {
         return;
     };
-    if is_clock(checker, value) {
-        checker.rule_state.clock_names.insert(name);
-    } else {
-        checker.rule_state.clock_names.remove(name);
+    let names = &checker.rule_state.clock_names;
+    // Cheap syntactic test first: most assignments read no clock.
+    if (names.is_empty() && !crate::rules::may_read_clock(value)) || !is_clock(checker, value) {
+        if !names.is_empty() {
+            checker.rule_state.clock_names.remove(name);
+        }
+        return;
     }
+    checker.rule_state.clock_names.insert(name);
 }
 
 /// `torch.tensor(time.time(), ...)`, `x.fill_(t)`.
 pub fn call(checker: &mut Checker, call: &ast::ExprCall) {
-    let tensor_call = match checker.model.qualified_name(&call.func) {
+    let tensor_call = match crate::rules::callee(checker, call) {
         Some(qualified) => qualified.starts_with("torch.") && !qualified.starts_with("torch.cuda."),
         None => {
             matches!(method_call(call), Some((_, receiver)) if checker.ty(receiver) == Ty::Tensor)

@@ -67,7 +67,7 @@ const HOST_COLLECTIVES: &[&str] = &[
 
 /// GR507
 pub fn host_collective_in_step(checker: &mut Checker, call: &ast::ExprCall) {
-    let Some(qualified) = checker.model.qualified_name(&call.func) else {
+    let Some(qualified) = crate::rules::callee(checker, call) else {
         return;
     };
     let Some(name) = qualified.strip_prefix("torch.distributed.") else {

@@ -49,10 +49,7 @@ pub fn pin_memory_in_step(checker: &mut Checker, call: &ast::ExprCall) {
     let pinned_keyword = keyword(call, "pin_memory")
         .is_some_and(|value| matches!(value, Expr::BooleanLiteral(b) if b.value));
     let pins = if pinned_keyword {
-        checker
-            .model
-            .qualified_name(&call.func)
-            .is_some_and(|qualified| qualified.starts_with("torch."))
+        crate::rules::callee(checker, call).is_some_and(|qualified| qualified.starts_with("torch."))
             || matches!(method_call(call), Some((method, _)) if method.starts_with("new_"))
     } else {
         matches!(method_call(call), Some(("pin_memory", receiver))

@@ -79,7 +79,7 @@ const RNG_STATE_CALLS: &[&str] = &[
 
 /// GR503
 pub fn rng_state_in_step(checker: &mut Checker, call: &ast::ExprCall) {
-    let Some(qualified) = checker.model.qualified_name(&call.func) else {
+    let Some(qualified) = crate::rules::callee(checker, call) else {
         return;
     };
     if RNG_STATE_CALLS.contains(&&*qualified) {

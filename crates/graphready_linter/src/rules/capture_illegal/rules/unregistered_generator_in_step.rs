@@ -71,7 +71,7 @@ pub fn unregistered_generator_in_step(checker: &mut Checker, call: &ast::ExprCal
     if matches!(generator, Expr::NoneLiteral(_)) {
         return;
     }
-    let op = match checker.model.qualified_name(&call.func) {
+    let op = match crate::rules::callee(checker, call) {
         Some(qualified) => match qualified.strip_prefix("torch.") {
             Some(name) if lookup(NONDETERMINISTIC_SEEDED, name, false) => qualified.to_string(),
             _ => return,

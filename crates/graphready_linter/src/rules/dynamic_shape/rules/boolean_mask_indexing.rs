@@ -105,7 +105,7 @@ pub fn mask_store(checker: &mut Checker, target: &Expr, value: Option<&Expr>) {
 
 /// `x.index_put_((mask,), values)` and `torch.index_put(x, (mask,), values)`.
 pub fn index_put(checker: &mut Checker, call: &ast::ExprCall) {
-    let indices = match checker.model.qualified_name(&call.func).as_deref() {
+    let indices = match crate::rules::callee(checker, call).as_deref() {
         Some("torch.index_put" | "torch.index_put_") => argument(call, 1, "indices"),
         Some(_) => return,
         None => match method_call(call) {

@@ -81,7 +81,7 @@ fn fix_for(op: &str) -> &'static str {
 
 /// GR201
 pub fn dynamic_output_shape_op(checker: &mut Checker, call: &ast::ExprCall) {
-    if let Some(qualified) = checker.model.qualified_name(&call.func) {
+    if let Some(qualified) = crate::rules::callee(checker, call) {
         let Some(name) = qualified.strip_prefix("torch.") else {
             return;
         };

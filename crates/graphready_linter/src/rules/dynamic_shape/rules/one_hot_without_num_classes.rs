@@ -40,7 +40,7 @@ impl Violation for OneHotWithoutNumClasses {
 
 /// GR204
 pub fn one_hot(checker: &mut Checker, call: &ast::ExprCall) {
-    if !checker.model.is(&call.func, "torch.nn.functional.one_hot") {
+    if crate::rules::callee(checker, call).as_deref() != Some("torch.nn.functional.one_hot") {
         return;
     }
     let Some(input) = argument(call, 0, "tensor").or_else(|| argument(call, 0, "input")) else {

@@ -47,7 +47,7 @@ pub fn repeat_interleave(checker: &mut Checker, call: &ast::ExprCall) {
     if keyword(call, "output_size").is_some() {
         return;
     }
-    let repeats = match checker.model.qualified_name(&call.func).as_deref() {
+    let repeats = match crate::rules::callee(checker, call).as_deref() {
         Some("torch.repeat_interleave") => {
             if call.arguments.args.len() == 1 && keyword(call, "repeats").is_none() {
                 // `torch.repeat_interleave(repeats)`: the repeats are the input.

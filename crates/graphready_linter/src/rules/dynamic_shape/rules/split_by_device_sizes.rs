@@ -61,14 +61,14 @@ pub fn track_device_lists<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
     };
     if is_device_tolist(checker, value) {
         checker.rule_state.device_lists.insert(name);
-    } else {
+    } else if !checker.rule_state.device_lists.is_empty() {
         checker.rule_state.device_lists.remove(name);
     }
 }
 
 /// GR205
 pub fn split(checker: &mut Checker, call: &ast::ExprCall) {
-    let sizes = match checker.model.qualified_name(&call.func).as_deref() {
+    let sizes = match crate::rules::callee(checker, call).as_deref() {
         Some("torch.split" | "torch.split_with_sizes") => {
             argument(call, 1, "split_size_or_sections").or_else(|| argument(call, 1, "split_sizes"))
         }

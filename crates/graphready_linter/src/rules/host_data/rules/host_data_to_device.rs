@@ -68,16 +68,13 @@ fn is_allocating_factory(checker: &Checker, expr: &Expr) -> bool {
     let Expr::Call(call) = expr else {
         return false;
     };
-    checker
-        .model
-        .qualified_name(&call.func)
-        .is_some_and(|qualified| {
-            is_host_factory(&qualified)
-                && !matches!(
-                    &*qualified,
-                    "torch.tensor" | "torch.as_tensor" | "torch.from_numpy" | "torch.frombuffer"
-                )
-        })
+    crate::rules::callee(checker, call).is_some_and(|qualified| {
+        is_host_factory(&qualified)
+            && !matches!(
+                &*qualified,
+                "torch.tensor" | "torch.as_tensor" | "torch.from_numpy" | "torch.frombuffer"
+            )
+    })
 }
 
 /// GR301
@@ -86,7 +83,7 @@ pub fn host_data_to_device(checker: &mut Checker, call: &ast::ExprCall) {
     if checker.rule_state.assigned_to_self(call.range()) {
         return;
     }
-    if let Some(qualified) = checker.model.qualified_name(&call.func) {
+    if let Some(qualified) = crate::rules::callee(checker, call) {
         let (name, must_be_host) = match &*qualified {
             "torch.tensor" => ("torch.tensor", false),
             "torch.as_tensor" => ("torch.as_tensor", true),

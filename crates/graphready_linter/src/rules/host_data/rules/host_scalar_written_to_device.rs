@@ -98,7 +98,8 @@ fn varies_per_call(checker: &Checker, expr: &Expr) -> bool {
             if let Some(("item" | "tolist", receiver)) = method_call(call) {
                 return call.arguments.is_empty() && maybe_device_tensor(checker, receiver);
             }
-            matches!(builtin_call(checker, call), Some("int" | "float"))
+            matches!(&*call.func, Expr::Name(n) if matches!(n.id.as_str(), "int" | "float"))
+                && builtin_call(checker, call).is_some()
                 && call
                     .arguments
                     .args
@@ -152,7 +153,7 @@ pub fn track_device_reads<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
     let reads = &mut checker.rule_state.device_reads;
     if varies {
         reads.insert(target.id.as_str());
-    } else {
+    } else if !reads.is_empty() {
         reads.remove(target.id.as_str());
     }
 }
@@ -177,7 +178,7 @@ pub fn subscript_store(checker: &mut Checker, target: &Expr, value: &Expr) {
 
 /// `buf.fill_(value)` and `torch.full(shape, value, ...)`.
 pub fn fill_call(checker: &mut Checker, call: &ast::ExprCall) {
-    let (form, value) = if checker.model.is(&call.func, "torch.full") {
+    let (form, value) = if crate::rules::callee(checker, call).as_deref() == Some("torch.full") {
         let on_device = crate::checker::semantic::keyword(call, "device")
             .is_some_and(|device| crate::rules::is_device_target(checker, device));
         if !on_device {
