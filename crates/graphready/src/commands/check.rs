@@ -69,7 +69,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     } else {
         args.paths.clone()
     };
-    let run = check_paths(&paths, &overrides, args.scope)?;
+    let run = check_paths(&paths, &overrides, args.scope, args.show_scope)?;
     if args.show_scope {
         printer::write_stdout(&run.scope_report)?;
         return Ok(ExitCode::from(EXIT_CLEAN));
@@ -120,7 +120,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
 /// decides what ran.
 #[allow(dead_code)]
 pub fn static_findings(paths: &[PathBuf]) -> Result<Vec<Diagnostic>> {
-    Ok(check_paths(paths, &Overrides::default(), Scope::All)?.diagnostics())
+    Ok(check_paths(paths, &Overrides::default(), Scope::All, false)?.diagnostics())
 }
 
 /// One analysed file.
@@ -133,12 +133,18 @@ struct Outcome {
 
 /// Discovers, filters and checks every Python file under `paths`, then scopes the findings to
 /// the hot path.
-pub fn check_paths(paths: &[PathBuf], overrides: &Overrides, scope: Scope) -> Result<CheckRun> {
+pub fn check_paths(
+    paths: &[PathBuf],
+    overrides: &Overrides,
+    scope: Scope,
+    show_scope: bool,
+) -> Result<CheckRun> {
     let mut configs: Vec<Resolved> = Vec::new();
     let mut config_by_source: FxHashMap<Option<PathBuf>, usize> = FxHashMap::default();
     let mut candidates = Vec::new();
     let mut packages = PackageCache::default();
     let mut seen = rustc_hash::FxHashSet::default();
+    let discovery_started = std::time::Instant::now();
     for path in paths {
         if !path.exists() {
             anyhow::bail!("{}: no such file or folder", path.display());
@@ -162,6 +168,7 @@ pub fn check_paths(paths: &[PathBuf], overrides: &Overrides, scope: Scope) -> Re
         }
     }
     let timing = std::env::var_os("GRAPHREADY_TIMING").is_some();
+    let discovered = discovery_started.elapsed();
     let started = std::time::Instant::now();
     // Phase 1: every file on its own.
     let mut outcomes: Vec<Outcome> = (0..candidates.len())
@@ -181,7 +188,11 @@ pub fn check_paths(paths: &[PathBuf], overrides: &Overrides, scope: Scope) -> Re
     let hot = HotPath::analyze(&summaries, &hot_settings);
     let no_entries = !hot.has_entries();
     let scope = if no_entries { Scope::All } else { scope };
-    let scope_report = printer::scope::render(&hot, &summaries);
+    let scope_report = if show_scope {
+        printer::scope::render(&hot, &summaries)
+    } else {
+        String::new()
+    };
     let phase2 = started.elapsed();
     // Phase 3: files calling other modules' tensor-returning functions, again with their types;
     // under `--scope hot`, only files with reachable functions (the others report nothing).
@@ -227,7 +238,7 @@ pub fn check_paths(paths: &[PathBuf], overrides: &Overrides, scope: Scope) -> Re
         #[allow(clippy::print_stderr)]
         {
             eprintln!(
-                "timing: discover+phase1 {:?}, hot path {:?}, phase3 {:?} ({redone_count} files again)",
+                "timing: discover {discovered:?}, phase1 {:?}, hot path {:?}, phase3 {:?} ({redone_count} files again)",
                 phase1,
                 phase2 - phase1,
                 started.elapsed() - phase2

@@ -3,6 +3,7 @@
 
 use crate::summary::{CallTarget, ClassSummary, FunctionSummary, ModuleSummary, Ref};
 use graphready_diagnostics::ChainLink;
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 /// A function: its module and its index in that module's summary.
@@ -25,6 +26,8 @@ pub struct ProjectIndex<'s> {
     by_name: FxHashMap<&'s str, usize>,
     by_path: FxHashMap<&'s str, usize>,
     functions: Vec<FxHashMap<&'s str, usize>>,
+    /// Methods by (class, method), so that a lookup allocates nothing.
+    methods: Vec<FxHashMap<(&'s str, &'s str), usize>>,
     classes: Vec<FxHashMap<&'s str, usize>>,
     /// Resolved callees per node, computed once.
     callees: FxHashMap<NodeId, Vec<NodeId>>,
@@ -37,6 +40,7 @@ impl<'s> ProjectIndex<'s> {
             by_name: FxHashMap::default(),
             by_path: FxHashMap::default(),
             functions: Vec::with_capacity(modules.len()),
+            methods: Vec::with_capacity(modules.len()),
             classes: Vec::with_capacity(modules.len()),
             callees: FxHashMap::default(),
         };
@@ -53,6 +57,17 @@ impl<'s> ProjectIndex<'s> {
                     .map(|(j, f)| (f.qualname.as_str(), j))
                     .collect(),
             );
+            index.methods.push(
+                module
+                    .functions
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(j, f)| {
+                        let (class, method) = f.qualname.rsplit_once('.')?;
+                        Some(((class, method), j))
+                    })
+                    .collect(),
+            );
             index.classes.push(
                 module
                     .classes
@@ -62,19 +77,23 @@ impl<'s> ProjectIndex<'s> {
                     .collect(),
             );
         }
-        let mut callees = FxHashMap::default();
-        for node in index.nodes() {
-            let mut targets: Vec<NodeId> = index
-                .function(node)
-                .calls
-                .iter()
-                .flat_map(|site| index.resolve(node.module, &site.target))
-                .collect();
-            targets.sort();
-            targets.dedup();
-            callees.insert(node, targets);
-        }
-        index.callees = callees;
+        // Every call site of the project, resolved in parallel: the index is read-only here.
+        let nodes: Vec<NodeId> = index.nodes().collect();
+        let resolved: Vec<(NodeId, Vec<NodeId>)> = nodes
+            .into_par_iter()
+            .map(|node| {
+                let mut targets: Vec<NodeId> = index
+                    .function(node)
+                    .calls
+                    .iter()
+                    .flat_map(|site| index.resolve(node.module, &site.target))
+                    .collect();
+                targets.sort_unstable();
+                targets.dedup();
+                (node, targets)
+            })
+            .collect();
+        index.callees = resolved.into_iter().collect();
         index
     }
 
@@ -200,8 +219,7 @@ impl<'s> ProjectIndex<'s> {
     }
 
     fn method_in(&self, module: usize, class: &str, method: &str, depth: u8) -> Option<NodeId> {
-        let qualname = format!("{class}.{method}");
-        if let Some(&function) = self.functions[module].get(qualname.as_str()) {
+        if let Some(&function) = self.methods[module].get(&(class, method)) {
             return Some(NodeId { module, function });
         }
         if depth == 0 {
