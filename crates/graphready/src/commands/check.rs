@@ -258,7 +258,10 @@ pub fn check_paths(
         diagnostics.retain(|d| {
             d.code == UNREADABLE_CODE
                 || match d.reach {
-                    Reach::Capture | Reach::Stall => true,
+                    Reach::Capture => true,
+                    // Captured-only hazards (a per-step allocation, a replay counter) are
+                    // ordinary code outside the graph.
+                    Reach::Stall => !d.captured_only,
                     Reach::Unknown => scope == Scope::All && !d.captured_only,
                 }
         });

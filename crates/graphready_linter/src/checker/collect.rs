@@ -338,9 +338,14 @@ impl<'a> Checker<'a> {
     }
 
     /// Whether a `with` item opens an eager break (`with force_no_graph():`).
+    /// Whether a `with` item opens code that never runs captured: an eager break
+    /// (`with force_no_graph():`) or vLLM's marker for deliberate eager syncs
+    /// (`with gpu_sync_allowed():`).
     pub(super) fn is_eager_context(item: &ast::WithItem) -> bool {
         matches!(&item.context_expr, Expr::Call(call)
-            if last_segment(&call.func).is_some_and(|n| n == "force_no_graph" || n == "no_graph"))
+        if last_segment(&call.func).is_some_and(|n| {
+            matches!(n, "force_no_graph" | "no_graph" | "gpu_sync_allowed")
+        }))
     }
 
     pub(super) fn record_capture_block(&mut self, body: &[Stmt]) {
