@@ -12,6 +12,7 @@
 #   CORPUS       corpus directory (default /tmp/gr-corpus)
 #   GRAPHREADY   graphready binary (default <repo>/target/release/graphready)
 #   GR_ARGS      extra arguments for graphready check (default none)
+#   PAUSE        seconds to wait before each timed run (default 1)
 #   RUFF         ruff binary (default $CORPUS/venv/bin/ruff, else ruff on PATH)
 #   RUNS         timed runs per tool (default 5)
 #   GNU_TIME     GNU time binary (default /usr/bin/time)
@@ -73,6 +74,9 @@ run_one() {
         ruff) cmd=("$RUFF" check --no-cache --exit-zero "$TREE") ;;
     esac
     [ -n "$TIME_BIN" ] && cmd=("$TIME_BIN" -f '%M' -o "$TMP/time.out" "${cmd[@]}")
+    # On a shared VM a run right after the other tool's burst starts with a spent CPU quota;
+    # the same short pause before every run keeps the comparison fair.
+    sleep "${PAUSE:-1}"
     t0="$(date +%s%N)"
     set +e
     "${cmd[@]}" > /dev/null 2> "$TMP/$tool.stderr"

@@ -132,5 +132,5 @@ pub struct ModuleSummary {
     pub classes: Vec<ClassSummary>,
     pub callable_entries: Vec<CallableEntry>,
     /// Qualified names of imported callables this module calls (for cross-module typing).
-    pub imported_callees: Vec<String>,
+    pub imported_callees: rustc_hash::FxHashSet<String>,
 }

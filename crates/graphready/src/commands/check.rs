@@ -274,6 +274,11 @@ pub fn check_paths(
             });
         }
         if !diagnostics.is_empty() {
+            let source = source.or_else(|| {
+                std::fs::read_to_string(&candidates[candidate].path)
+                    .ok()
+                    .map(Arc::<str>::from)
+            });
             files.push(Checked::new(path, source, diagnostics));
         }
     }
@@ -406,11 +411,12 @@ fn check_file(
         &config.settings,
         external,
     );
-    let source = (!analysis.diagnostics.is_empty()).then(|| Arc::<str>::from(source));
+    // The source is read again for the few files whose findings survive the hot-path filter:
+    // holding every source until then would double the peak memory.
     Some(Outcome {
         candidate: index,
         path,
-        source,
+        source: None,
         analysis,
     })
 }

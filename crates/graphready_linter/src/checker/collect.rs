@@ -24,6 +24,38 @@ fn last_segment(expr: &Expr) -> Option<&str> {
     }
 }
 
+/// Top-level modules outside any project graphready checks: their calls are not followed.
+const EXTERNAL_ROOTS: &[&str] = &[
+    "torch",
+    "numpy",
+    "math",
+    "os",
+    "sys",
+    "time",
+    "typing",
+    "functools",
+    "itertools",
+    "collections",
+    "logging",
+    "warnings",
+    "dataclasses",
+    "enum",
+    "json",
+    "re",
+    "abc",
+    "contextlib",
+    "einops",
+    "triton",
+    "safetensors",
+    "copy",
+    "random",
+];
+
+fn is_external(qualified: &str) -> bool {
+    let root = qualified.split('.').next().unwrap_or(qualified);
+    EXTERNAL_ROOTS.contains(&root)
+}
+
 fn keyword<'e>(call: &'e ast::ExprCall, name: &str) -> Option<&'e Expr> {
     super::semantic::keyword(call, name)
 }
@@ -267,14 +299,14 @@ impl<'a> Checker<'a> {
         if !self.in_captured_code() {
             return;
         }
-        let targets = self.call_targets(&call.func);
-        if let Expr::Attribute(_) | Expr::Name(_) = &*call.func {
-            if let Some(qualified) = self.model.qualified_name(&call.func) {
-                if !qualified.starts_with("torch.") {
-                    self.summary.imported_callees.push(qualified.to_string());
-                }
+        // Calls into PyTorch and the standard library never lead back into the project.
+        if let Some(qualified) = self.model.qualified_name(&call.func) {
+            if is_external(&qualified) {
+                return;
             }
+            self.summary.imported_callees.insert(qualified.to_string());
         }
+        let targets = self.call_targets(&call.func);
         let line = self.line_of(call.range().start());
         let capturing = self.capture_depth > 0;
         if let Some(function) = self.building.last_mut() {
