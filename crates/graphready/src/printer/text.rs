@@ -3,26 +3,32 @@
 use super::{chain_text, Checked};
 use annotate_snippets::{Level, Renderer, Snippet};
 use graphready_diagnostics::{Diagnostic, Reach, Severity};
+use rayon::prelude::*;
 use std::fmt::Write as _;
 
 pub fn render(files: &[Checked], color: bool) -> String {
-    let renderer = if color {
-        Renderer::styled()
-    } else {
-        Renderer::plain()
-    };
-    let mut out = String::new();
-    let mut total = 0;
     let mut by_path: Vec<&Checked> = files.iter().collect();
     by_path.sort_by(|a, b| a.path.cmp(&b.path));
-    for file in by_path {
-        let mut diagnostics: Vec<&Diagnostic> = file.diagnostics.iter().collect();
-        diagnostics.sort_by_key(|d| (d.span.start, d.code.clone()));
-        for diagnostic in diagnostics {
-            total += 1;
-            render_one(&mut out, &renderer, file, diagnostic);
-        }
-    }
+    // Files render independently; code frames are the costly part of a large report.
+    let rendered: Vec<String> = by_path
+        .par_iter()
+        .map(|file| {
+            let renderer = if color {
+                Renderer::styled()
+            } else {
+                Renderer::plain()
+            };
+            let mut out = String::new();
+            let mut diagnostics: Vec<&Diagnostic> = file.diagnostics.iter().collect();
+            diagnostics.sort_by_key(|d| (d.span.start, d.code.clone()));
+            for diagnostic in diagnostics {
+                render_one(&mut out, &renderer, file, diagnostic);
+            }
+            out
+        })
+        .collect();
+    let total: usize = files.iter().map(|file| file.diagnostics.len()).sum();
+    let mut out = rendered.concat();
     match total {
         0 => out.push_str("All checks passed.\n"),
         1 => out.push_str("Found 1 finding.\n"),
