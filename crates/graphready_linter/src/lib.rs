@@ -85,18 +85,15 @@ pub fn analyze(
             };
         }
     };
-    let run = |local| {
-        let known = checker::semantic::KnownReturns { local, external };
-        checker::Checker::new(
-            settings,
-            source,
-            module.name.as_deref(),
-            module.is_package,
-            known,
-        )
-        .run(parsed.syntax())
-    };
-    let analysis = run(None);
+    let known = checker::semantic::KnownReturns { external };
+    let analysis = checker::Checker::new(
+        settings,
+        source,
+        module.name.as_deref(),
+        module.is_package,
+        known,
+    )
+    .run(parsed.syntax());
     let mut summary = analysis.summary;
     summary.path = path.to_string();
     FileAnalysis {

@@ -149,7 +149,6 @@ impl<'a> Checker<'a> {
         let returns = self.return_types.pop().flatten().unwrap_or(Ty::Host);
         if let Some(mut summary) = self.building.pop() {
             summary.returns = returns;
-            self.returns_found.insert(summary.qualname.clone(), returns);
             self.model.learn_return(&summary.qualname, returns);
             self.summary.functions.push(summary);
         }

@@ -52,7 +52,6 @@ pub struct Checker<'a> {
     /// Summaries of the functions being visited, innermost last.
     building: Vec<FunctionSummary>,
     return_types: Vec<Option<Ty>>,
-    returns_found: FxHashMap<String, Ty>,
     /// Locals bound to instances of known classes, per function.
     instances: Vec<FxHashMap<&'a str, Vec<Ref>>>,
     /// Nested `def`s visible by name, per function.
@@ -73,8 +72,6 @@ pub struct Checker<'a> {
 pub struct Analysis {
     pub diagnostics: Vec<RawDiagnostic>,
     pub summary: ModuleSummary,
-    /// Return types of this module's functions, by qualified name inside the module.
-    pub returns: FxHashMap<String, Ty>,
 }
 
 impl<'a> Checker<'a> {
@@ -95,7 +92,6 @@ impl<'a> Checker<'a> {
             },
             building: Vec::new(),
             return_types: Vec::new(),
-            returns_found: FxHashMap::default(),
             instances: Vec::new(),
             local_defs: Vec::new(),
             module_defs: FxHashSet::default(),
@@ -170,7 +166,6 @@ impl<'a> Checker<'a> {
         Analysis {
             diagnostics: self.diagnostics,
             summary: self.summary,
-            returns: self.returns_found,
         }
     }
 

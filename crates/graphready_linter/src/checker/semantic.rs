@@ -70,11 +70,10 @@ pub struct ClassInfo<'a> {
     pub attributes: FxHashMap<&'a str, Ty>,
 }
 
-/// Return types known before the walk: this module's functions from an earlier pass, and other
-/// modules' functions by qualified name.
+/// Return types known before the walk: other modules' functions by qualified name. (This
+/// module's own are learned during the walk, callees first.)
 #[derive(Debug, Default, Clone, Copy)]
 pub struct KnownReturns<'a> {
-    pub local: Option<&'a FxHashMap<String, Ty>>,
     pub external: Option<&'a FxHashMap<String, Ty>>,
 }
 
@@ -187,10 +186,7 @@ impl<'a> SemanticModel<'a> {
     }
 
     fn local_return(&self, qualname: &str) -> Option<Ty> {
-        self.learned_returns
-            .get(qualname)
-            .or_else(|| self.returns.local?.get(qualname))
-            .copied()
+        self.learned_returns.get(qualname).copied()
     }
 
     /// Records what a function of this module returns, for its callers visited later.

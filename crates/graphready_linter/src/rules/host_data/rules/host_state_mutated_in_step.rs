@@ -2,6 +2,7 @@ use crate::checker::semantic::Ty;
 use crate::checker::Checker;
 use crate::declare_violation;
 use crate::registry::Rule;
+use crate::rules::sync::rules::tensor_formatting::LOG_METHODS;
 use crate::violation::Violation;
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr, Stmt};
@@ -237,20 +238,6 @@ fn has_work(body: &[Stmt]) -> bool {
 }
 
 fn is_logging_call(expr: &Expr) -> bool {
-    const LOGGING: &[&str] = &[
-        "debug",
-        "info",
-        "warning",
-        "warn",
-        "error",
-        "exception",
-        "critical",
-        "log",
-        "info_once",
-        "warning_once",
-        "debug_once",
-        "print",
-    ];
     let Expr::Call(call) = expr else {
         return false;
     };
@@ -259,5 +246,8 @@ fn is_logging_call(expr: &Expr) -> bool {
         Expr::Attribute(attribute) => attribute.attr.id.as_str(),
         _ => return false,
     };
-    LOGGING.contains(&name) || name.starts_with("log_") || name.starts_with("print_")
+    name == "print"
+        || LOG_METHODS.contains(&name)
+        || name.starts_with("log_")
+        || name.starts_with("print_")
 }

@@ -49,7 +49,8 @@ impl Violation for TensorFormatting {
     }
 }
 
-const LOG_METHODS: &[&str] = &[
+/// Logger methods that format their arguments when their level is enabled.
+pub(crate) const LOG_METHODS: &[&str] = &[
     "debug",
     "info",
     "warning",
