@@ -97,21 +97,25 @@ pub fn analyze(
     let mut summary = analysis.summary;
     summary.path = path.to_string();
     FileAnalysis {
-        diagnostics: locate(source, path, analysis.diagnostics),
+        diagnostics: locate(source, path, &analysis.lines, analysis.diagnostics),
         summary,
     }
 }
 
-fn locate(source: &str, path: &str, raw: Vec<checker::RawDiagnostic>) -> Vec<Diagnostic> {
+fn locate(
+    source: &str,
+    path: &str,
+    index: &LineIndex,
+    raw: Vec<checker::RawDiagnostic>,
+) -> Vec<Diagnostic> {
     if raw.is_empty() {
         return Vec::new();
     }
-    let index = LineIndex::from_source_text(source);
     let mut diagnostics: Vec<Diagnostic> = raw
         .into_iter()
         .filter(|raw| {
             let line = index.line_index(raw.range.start());
-            let text = line_text(&index, source, line.get());
+            let text = line_text(index, source, line.get());
             !noqa::parse_line(text).is_some_and(|s| s.covers(raw.rule.code()))
         })
         .map(|raw| Diagnostic {
@@ -120,7 +124,7 @@ fn locate(source: &str, path: &str, raw: Vec<checker::RawDiagnostic>) -> Vec<Dia
             severity: raw.rule.severity(),
             reach: Reach::Unknown,
             path: path.to_string(),
-            span: span(&index, source, raw.range),
+            span: span(index, source, raw.range),
             function: raw.function,
             chain: Vec::new(),
             message: raw.message,

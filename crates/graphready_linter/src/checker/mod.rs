@@ -71,6 +71,8 @@ pub struct Checker<'a> {
 /// What a checker run produces.
 pub struct Analysis {
     pub diagnostics: Vec<RawDiagnostic>,
+    /// Line starts of the source, computed once for the summaries and the diagnostics.
+    pub lines: ruff_source_file::LineIndex,
     pub summary: ModuleSummary,
 }
 
@@ -165,6 +167,7 @@ impl<'a> Checker<'a> {
         }
         Analysis {
             diagnostics: self.diagnostics,
+            lines: self.lines,
             summary: self.summary,
         }
     }

@@ -92,8 +92,8 @@ pub struct SemanticModel<'a> {
     imports_numpy: bool,
     /// Qualified names per expression node. A node is asked about many times at one program
     /// point (once per rule), and an import is almost never shadowed between those questions.
-    qualified_cache: RefCell<FxHashMap<usize, Option<Rc<str>>>>,
-    ty_cache: RefCell<FxHashMap<usize, (u32, Ty)>>,
+    qualified_cache: RefCell<NodeCache<Option<Rc<str>>>>,
+    ty_cache: RefCell<NodeCache<Ty>>,
     /// Bumped whenever a binding changes; memoised answers of older generations are stale.
     generation: u32,
     /// The dotted name of this module's package, for relative imports (`None`: unknown).
@@ -121,14 +121,8 @@ impl<'a> SemanticModel<'a> {
             scopes: vec![Scope::default()],
             import_names: FxHashSet::default(),
             imports_numpy: false,
-            qualified_cache: RefCell::new(FxHashMap::with_capacity_and_hasher(
-                1024,
-                rustc_hash::FxBuildHasher,
-            )),
-            ty_cache: RefCell::new(FxHashMap::with_capacity_and_hasher(
-                2048,
-                rustc_hash::FxBuildHasher,
-            )),
+            qualified_cache: RefCell::new(NodeCache::new()),
+            ty_cache: RefCell::new(NodeCache::new()),
             generation: 0,
             package,
             classes: FxHashMap::default(),
@@ -315,7 +309,8 @@ impl<'a> SemanticModel<'a> {
             return None;
         }
         let key = std::ptr::from_ref(expr) as usize;
-        if let Some(known) = self.qualified_cache.borrow().get(&key) {
+        // Import bindings do not change between the questions the rules ask about one node.
+        if let Some(known) = self.qualified_cache.borrow().get(key, 0) {
             return known.clone();
         }
         let mut root = expr;
@@ -330,7 +325,7 @@ impl<'a> SemanticModel<'a> {
         };
         self.qualified_cache
             .borrow_mut()
-            .insert(key, answer.clone());
+            .insert(key, 0, answer.clone());
         answer
     }
 
@@ -610,15 +605,11 @@ impl<'a> SemanticModel<'a> {
     /// The inferred type of an expression.
     pub fn ty(&self, expr: &Expr) -> Ty {
         let key = std::ptr::from_ref(expr) as usize;
-        if let Some((generation, known)) = self.ty_cache.borrow().get(&key) {
-            if *generation == self.generation {
-                return *known;
-            }
+        if let Some(known) = self.ty_cache.borrow().get(key, self.generation) {
+            return *known;
         }
         let ty = self.compute_ty(expr);
-        self.ty_cache
-            .borrow_mut()
-            .insert(key, (self.generation, ty));
+        self.ty_cache.borrow_mut().insert(key, self.generation, ty);
         ty
     }
 
@@ -952,4 +943,36 @@ fn has_dim_for_method(call: &ast::ExprCall) -> bool {
         call.arguments.args.first(),
         Some(Expr::NumberLiteral(_) | Expr::UnaryOp(_))
     )
+}
+
+/// A direct-mapped memo keyed by AST node address: a lookup is one index and a compare, an
+/// insertion never allocates, and a collision merely forgets an older answer.
+struct NodeCache<T> {
+    slots: Vec<Option<(usize, u32, T)>>,
+}
+
+impl<T> NodeCache<T> {
+    const SLOTS: usize = 4096;
+
+    fn new() -> Self {
+        NodeCache {
+            slots: std::iter::repeat_with(|| None).take(Self::SLOTS).collect(),
+        }
+    }
+
+    fn slot(key: usize) -> usize {
+        // Nodes are at least 8-byte aligned and a few dozen bytes apart.
+        ((key >> 3).wrapping_mul(0x9E37_79B9) >> 7) & (Self::SLOTS - 1)
+    }
+
+    fn get(&self, key: usize, generation: u32) -> Option<&T> {
+        match &self.slots[Self::slot(key)] {
+            Some((k, g, value)) if *k == key && *g == generation => Some(value),
+            _ => None,
+        }
+    }
+
+    fn insert(&mut self, key: usize, generation: u32, value: T) {
+        self.slots[Self::slot(key)] = Some((key, generation, value));
+    }
 }
