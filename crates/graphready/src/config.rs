@@ -230,7 +230,7 @@ fn resolve(
     // configured selection (its ignores included), `--ignore` removes on top.
     let mut rules = match &options.select {
         Some(select) => selectors(select, "select", &source)?,
-        None => RuleSet::all(),
+        None => RuleSet::default_selection(),
     };
     for rule in selectors(
         options.ignore.as_deref().unwrap_or_default(),

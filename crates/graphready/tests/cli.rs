@@ -411,3 +411,32 @@ fn array_methods_stay_ambiguous_in_modules_that_import_numpy() {
         .collect();
     assert_eq!(files, vec!["torch_only.py".to_string()]);
 }
+
+#[test]
+fn per_step_allocation_is_opt_in() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("m.py"),
+        "import torch\n\ndef step(x: torch.Tensor):  # graphready: captured\n    \
+         return torch.empty_like(x)\n",
+    )
+    .unwrap();
+    let codes = |args: &[&str]| -> Vec<String> {
+        let output = graphready()
+            .args(["check", "--isolated", "--output-format", "json"])
+            .args(args)
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["code"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(codes(&[]).is_empty());
+    assert_eq!(codes(&["--select", "GR401"]), vec!["GR401".to_string()]);
+    assert_eq!(codes(&["--select", "ALL"]), vec!["GR401".to_string()]);
+}

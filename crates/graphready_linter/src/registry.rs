@@ -92,6 +92,13 @@ rule_table! {
 }
 
 impl Rule {
+    /// Rules that run only when selected by code, prefix or `ALL`: their findings are advice for
+    /// a tuned step, not hazards, and they fire in almost every model forward (a per-step
+    /// allocation is legal inside a captured graph).
+    pub const fn is_opt_in(self) -> bool {
+        matches!(self, Rule::PerStepAllocation)
+    }
+
     /// Looks a rule up by code (`GR101`) or name (`item-call`).
     pub fn from_code(code: &str) -> Option<Rule> {
         Rule::ALL
@@ -140,6 +147,15 @@ impl RuleSet {
 
     pub fn all() -> Self {
         Rule::ALL.iter().copied().collect()
+    }
+
+    /// What runs when nothing is selected: every rule but the opt-in ones.
+    pub fn default_selection() -> Self {
+        Rule::ALL
+            .iter()
+            .copied()
+            .filter(|rule| !rule.is_opt_in())
+            .collect()
     }
 
     pub fn insert(&mut self, rule: Rule) {

@@ -62,7 +62,7 @@ pub const DEFAULT_CAPTURE_PREDICATES: &[&str] = &[
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            rules: RuleSet::all(),
+            rules: RuleSet::default_selection(),
             debug_guards: Vec::new(),
             capture_predicates: DEFAULT_CAPTURE_PREDICATES
                 .iter()

@@ -17,8 +17,13 @@ pub fn run_rule(code: &str) -> Result<ExitCode> {
 
 /// The page for one rule: a title line, then the doc comment.
 pub fn rule_markdown(rule: Rule) -> String {
+    let selection = if rule.is_opt_in() {
+        " Opt-in: runs only when selected by code, prefix or `ALL`."
+    } else {
+        ""
+    };
     format!(
-        "# {} ({})\n\nFamily: {}. Default severity: {}.\n\n{}",
+        "# {} ({})\n\nFamily: {}. Default severity: {}.{selection}\n\n{}",
         rule.name(),
         rule.code(),
         rule.family().as_str(),
