@@ -232,6 +232,13 @@ __device__ __forceinline__ u32 group_scale_bits(u32 amax_bits, bool use_ue8m0) {
     return use_ue8m0 ? ceil_ue8m0_bits(bits) : bits;
 }
 
+// 1 / s for a UE8M0 scale s = 2^(e - 127), e in [1, 254]: exactly __frcp_rn(s), 2^-127 being
+// the subnormal 0x00400000.
+__device__ __forceinline__ float rcp_pow2(u32 sf_bits) {
+    const u32 e = sf_bits >> 23;
+    return __uint_as_float(e >= 254u ? 0x00400000u : (254u - e) << 23);
+}
+
 // Two floats to two E4M3 bytes (lo in the low byte), round-to-nearest-even, saturating.
 __device__ __forceinline__ u32 cvt_e4m3x2(float lo, float hi) {
     u16 r;
@@ -343,17 +350,52 @@ __device__ __forceinline__ void process_unit(const Unit<Elem<T>::CHUNKS>& un, un
     const u32 kp = un.kp;
     const u64 row_off = row * k;
     u32 sf_bits[CHUNKS];
+    float inv_g[CHUNKS];
     if (un.active) {
+        // max |x| on bits: non-negative floats order like their bits, NaN above inf.
+        u32 part[CHUNKS];
         #pragma unroll
         for (int ch = 0; ch < CHUNKS; ++ch) {
-            // max |x| on bits: non-negative floats order like their bits, NaN above inf.
             u32 amax = 0u;
             #pragma unroll
             for (int j = 0; j < V; ++j) amax = max(amax, __float_as_uint(E::at(un.c[ch], j)) & 0x7FFFFFFFu);
+            part[ch] = amax;
+        }
+        if constexpr (CHUNKS == 4) {
+            // f32: chunk ch is group ch, spread over all 32 lanes. Reduce-scatter the four maxima
+            // (lane 8g ends up with group g), derive one scale per lane, then gather.
+            const bool h16 = (lane & 16u) != 0u, h8 = (lane & 8u) != 0u;
+            const u32 s0 = h16 ? part[0] : part[2 % CHUNKS], s1 = h16 ? part[1 % CHUNKS] : part[3 % CHUNKS];
+            const u32 k0 = h16 ? part[2 % CHUNKS] : part[0], k1 = h16 ? part[3 % CHUNKS] : part[1 % CHUNKS];
+            const u32 b0 = max(k0, __shfl_xor_sync(0xFFFFFFFFu, s0, 16));
+            const u32 b1 = max(k1, __shfl_xor_sync(0xFFFFFFFFu, s1, 16));
+            u32 c = max(h8 ? b1 : b0, __shfl_xor_sync(0xFFFFFFFFu, h8 ? b0 : b1, 8));
             #pragma unroll
-            for (int o = LANES_PER_GROUP / 2; o > 0; o >>= 1) amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
-            sf_bits[ch] = group_scale_bits(amax, ue8m0);
-            const float inv = __frcp_rn(__uint_as_float(sf_bits[ch]));
+            for (int o = 4; o > 0; o >>= 1) c = max(c, __shfl_xor_sync(0xFFFFFFFFu, c, o));
+            const u32 sf = group_scale_bits(c, ue8m0);
+            #pragma unroll
+            for (int ch = 0; ch < CHUNKS; ++ch) sf_bits[ch] = __shfl_sync(0xFFFFFFFFu, sf, 8 * ch);
+            if (ue8m0) {
+                #pragma unroll
+                for (int ch = 0; ch < CHUNKS; ++ch) inv_g[ch] = rcp_pow2(sf_bits[ch]);
+            } else {
+                const float inv = __frcp_rn(__uint_as_float(sf));
+                #pragma unroll
+                for (int ch = 0; ch < CHUNKS; ++ch) inv_g[ch] = __shfl_sync(0xFFFFFFFFu, inv, 8 * ch);
+            }
+        } else {
+            #pragma unroll
+            for (int ch = 0; ch < CHUNKS; ++ch) {
+                u32 amax = part[ch];
+                #pragma unroll
+                for (int o = LANES_PER_GROUP / 2; o > 0; o >>= 1) amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+                sf_bits[ch] = group_scale_bits(amax, ue8m0);
+                inv_g[ch] = __frcp_rn(__uint_as_float(sf_bits[ch]));
+            }
+        }
+        #pragma unroll
+        for (int ch = 0; ch < CHUNKS; ++ch) {
+            const float inv = inv_g[ch];
             const u32 col = kp * 512u + ch * 32u * V + lane * V;
             u32 out[V / 4];
             #pragma unroll

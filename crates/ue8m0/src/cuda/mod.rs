@@ -129,6 +129,9 @@ pub struct Ue8m0Cuda {
     scratch: Mutex<DeviceStatus>,
     capture: DeviceStatus,
     max_blocks: u32,
+    // Resident blocks of each quantiser on the whole device: its grid never exceeds one wave, so
+    // no partial last wave runs at reduced occupancy.
+    quant_blocks: [[[u32; 3]; 2]; 2],
 }
 
 fn dptr<T>(buf: &impl DevicePtr<T>, stream: &CudaStream) -> u64 {
@@ -208,7 +211,21 @@ impl Ue8m0Cuda {
         };
         let sms =
             ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-        let max_blocks = u32::try_from(sms).unwrap_or(1).max(1) * 8;
+        let sms = u32::try_from(sms).unwrap_or(1).max(1);
+        let max_blocks = sms * 8;
+        let mut quant_blocks = [[[max_blocks; 3]; 2]; 2];
+        for (fns, blocks) in k
+            .quant
+            .iter()
+            .flatten()
+            .zip(quant_blocks.iter_mut().flatten())
+        {
+            for (func, b) in fns.iter().zip(blocks.iter_mut()) {
+                let per_sm =
+                    func.occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)?;
+                *b = (sms * per_sm).clamp(1, max_blocks);
+            }
+        }
         let scratch = DeviceStatus::new(&stream)?;
         let capture = DeviceStatus::new(&stream)?;
         stream.synchronize()?;
@@ -218,6 +235,7 @@ impl Ue8m0Cuda {
             scratch: Mutex::new(scratch),
             capture,
             max_blocks,
+            quant_blocks,
         })
     }
 
@@ -480,8 +498,12 @@ impl Ue8m0Cuda {
             && aligned(&[qp], T::PER_16B as u64);
         let func = &self.k.quant[T::KERNEL_INDEX][usize::from(vec)][layout];
         let use_ue8m0 = i32::from(use_ue8m0);
-        // One warp per unit of 512 columns; 8 warps per block.
-        let cfg = self.grid(units.max(1) * 32);
+        // One warp per unit of 512 columns; 8 warps per block; at most one wave of resident blocks.
+        let mut cfg = self.grid(units.max(1) * 32);
+        cfg.grid_dim.0 = cfg
+            .grid_dim
+            .0
+            .min(self.quant_blocks[T::KERNEL_INDEX][usize::from(vec)][layout]);
         unsafe {
             self.stream
                 .launch_builder(func)
