@@ -9,7 +9,7 @@ use ruff_text_size::Ranged;
 
 declare_violation! {
     /// ## What it does
-    /// Checks for copies of a device tensor to host memory: `.cpu()`, `.numpy()`, `.to("cpu")`,
+    /// Checks for copies of a device tensor to host memory: `.cpu()`, `.to("cpu")`,
     /// `.to(device="cpu")` and `.to(torch.device("cpu"))`.
     ///
     /// ## Why is this bad?
@@ -29,8 +29,8 @@ declare_violation! {
     /// ```
     ///
     /// ## Known problems
-    /// `.numpy()` on a tensor already moved to the host is not reported again, and neither are
-    /// receivers named like host mirrors (`*_np`, `*_cpu`).
+    /// `.numpy()` is never reported: it raises on a device tensor, so its receiver is already on
+    /// the host. Receivers named like host mirrors (`*_np`, `*_cpu`) are not reported either.
     pub struct HostTransfer {
         call: String,
     }
@@ -57,7 +57,9 @@ pub fn host_transfer(checker: &mut Checker, call: &ast::ExprCall) {
         return;
     };
     let shown = match method {
-        "cpu" | "numpy" if call.arguments.args.is_empty() => format!(".{method}()"),
+        // `.numpy()` works only on host tensors (a device tensor raises): the sync, if any, was
+        // the `.cpu()` before it.
+        "cpu" if call.arguments.args.is_empty() => ".cpu()".to_string(),
         "to" if is_cpu_move(call) => ".to(\"cpu\")".to_string(),
         _ => return,
     };
