@@ -55,6 +55,10 @@ pub enum Scope {
     Hot,
     /// Every finding in every function.
     All,
+    /// Every finding, captured-only rules included: for the probe, whose step is captured by
+    /// definition and which keeps only what matches a runtime event.
+    #[value(skip)]
+    Everything,
 }
 
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
@@ -123,7 +127,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
 /// decides what ran.
 #[allow(dead_code)]
 pub fn static_findings(paths: &[PathBuf]) -> Result<Vec<Diagnostic>> {
-    Ok(check_paths(paths, &Overrides::default(), Scope::All, false)?.diagnostics())
+    Ok(check_paths(paths, &Overrides::default(), Scope::Everything, false)?.diagnostics())
 }
 
 /// One analysed file.
@@ -190,7 +194,10 @@ pub fn check_paths(
         .collect();
     let hot = HotPath::analyze(&summaries, &hot_settings);
     let no_entries = !hot.has_entries();
-    let scope = if no_entries { Scope::All } else { scope };
+    let scope = match scope {
+        Scope::Hot if no_entries => Scope::All,
+        other => other,
+    };
     let scope_report = if show_scope {
         printer::scope::render(&hot, &summaries)
     } else {
@@ -203,7 +210,7 @@ pub fn check_paths(
     let mut redone_count = 0;
     if !external.is_empty() {
         let again: Vec<usize> = match scope {
-            Scope::All => summaries
+            Scope::All | Scope::Everything => summaries
                 .iter()
                 .enumerate()
                 .filter(|(_, summary)| {
@@ -264,8 +271,12 @@ pub fn check_paths(
                     Reach::Capture => true,
                     // Captured-only hazards (a per-step allocation, a replay counter) are
                     // ordinary code outside the graph.
-                    Reach::Stall => !d.captured_only,
-                    Reach::Unknown => scope == Scope::All && !d.captured_only,
+                    Reach::Stall => !d.captured_only || scope == Scope::Everything,
+                    Reach::Unknown => match scope {
+                        Scope::Hot => false,
+                        Scope::All => !d.captured_only,
+                        Scope::Everything => true,
+                    },
                 }
         });
         let ignored = config.ignored_for(&candidates[candidate].path);
@@ -468,5 +479,38 @@ impl PackageCache {
             _ => None,
         };
         ModuleInfo { name, is_package }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The probe's static side keeps captured-only findings: its step is captured by definition.
+    #[test]
+    fn static_findings_for_the_probe_include_captured_only_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("step.py"),
+            "import torch\n\ndef step(x: torch.Tensor):\n    torch.cuda.empty_cache()\n    return x * 2\n",
+        )
+        .unwrap();
+        let paths = vec![dir.path().to_path_buf()];
+        let overrides = Overrides {
+            isolated: true,
+            ..Overrides::default()
+        };
+        let all = check_paths(&paths, &overrides, Scope::All, false).unwrap();
+        assert!(
+            all.diagnostics().is_empty(),
+            "captured-only rules stay silent under --scope all"
+        );
+        let everything = check_paths(&paths, &overrides, Scope::Everything, false).unwrap();
+        let codes: Vec<String> = everything
+            .diagnostics()
+            .into_iter()
+            .map(|d| d.code)
+            .collect();
+        assert_eq!(codes, vec!["GR501".to_string()]);
     }
 }
