@@ -36,7 +36,6 @@ pub struct Summary {
 }
 
 /// A runtime section (the probe's results) that can say whether the run was clean.
-#[allow(dead_code)] // used by the probe command
 pub trait RuntimeSection: Serialize {
     fn ready(&self) -> bool;
 }
@@ -60,7 +59,6 @@ impl Report {
     }
 
     /// A report merging static findings with a probe run.
-    #[allow(dead_code)] // used by the probe command
     pub fn new<R: RuntimeSection, C: Serialize>(
         findings: Vec<Diagnostic>,
         runtime: Option<R>,

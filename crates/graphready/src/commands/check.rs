@@ -125,7 +125,6 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
 /// The static findings for some paths, with the configuration discovered for them (used by the
 /// probe to merge runtime events with static findings). Every function is in scope: the probe
 /// decides what ran.
-#[allow(dead_code)]
 pub fn static_findings(paths: &[PathBuf]) -> Result<Vec<Diagnostic>> {
     Ok(check_paths(paths, &Overrides::default(), Scope::Everything, false)?.diagnostics())
 }

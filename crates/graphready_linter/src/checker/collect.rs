@@ -1,7 +1,8 @@
 //! Gathers the module summary while the checker walks: functions and the calls they make,
 //! classes and the instances their attributes hold, capture sites, markers and entry callables.
 
-use super::semantic::Ty;
+use super::last_segment;
+use super::semantic::{keyword, Ty};
 use super::Checker;
 use crate::summary::{
     CallSite, CallTarget, CallableEntry, ClassSummary, EntryReason, FunctionSummary, Marker, Ref,
@@ -14,15 +15,6 @@ const EAGER_DECORATORS: &[&str] = &["no_graph", "disable"];
 
 /// `torch.compile` modes that capture CUDA graphs.
 const GRAPH_MODES: &[&str] = &["reduce-overhead", "max-autotune"];
-
-fn last_segment(expr: &Expr) -> Option<&str> {
-    match expr {
-        Expr::Name(name) => Some(name.id.as_str()),
-        Expr::Attribute(attribute) => Some(attribute.attr.id.as_str()),
-        Expr::Call(call) => last_segment(&call.func),
-        _ => None,
-    }
-}
 
 /// Top-level modules outside any project graphready checks: their calls are not followed.
 const EXTERNAL_ROOTS: &[&str] = &[
@@ -54,10 +46,6 @@ const EXTERNAL_ROOTS: &[&str] = &[
 fn is_external(qualified: &str) -> bool {
     let root = qualified.split('.').next().unwrap_or(qualified);
     EXTERNAL_ROOTS.contains(&root)
-}
-
-fn keyword<'e>(call: &'e ast::ExprCall, name: &str) -> Option<&'e Expr> {
-    super::semantic::keyword(call, name)
 }
 
 impl<'a> Checker<'a> {
@@ -283,11 +271,10 @@ impl<'a> Checker<'a> {
 
     /// Records a call made by the current function.
     pub(super) fn record_call(&mut self, call: &ast::ExprCall) {
+        self.record_module_level_entries(call);
         if self.building.is_empty() {
-            self.record_module_level_entries(call);
             return;
         }
-        self.record_module_level_entries(call);
         if let Expr::Attribute(attribute) = &*call.func {
             if attribute.attr.id.as_str() == "replay" && call.arguments.is_empty() {
                 if let Some(function) = self.building.last_mut() {

@@ -6,6 +6,7 @@
 //! `torch.compiler.is_compiling()`, `x.is_cuda` (a CPU tensor never syncs a device) and the
 //! configured debug guards.
 
+use super::last_segment;
 use super::semantic::SemanticModel;
 use crate::settings::Settings;
 use ruff_python_ast::{self as ast, Expr};
@@ -74,14 +75,6 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
 fn is_device_type(expr: &Expr) -> bool {
     matches!(expr, Expr::Attribute(a) if a.attr.id.as_str() == "type"
         && matches!(&*a.value, Expr::Attribute(d) if d.attr.id.as_str() == "device"))
-}
-
-fn last_segment(expr: &Expr) -> Option<&str> {
-    match expr {
-        Expr::Name(name) => Some(name.id.as_str()),
-        Expr::Attribute(attribute) => Some(attribute.attr.id.as_str()),
-        _ => None,
-    }
 }
 
 /// A call of a capture predicate: matched on its last name segment, so engine helpers imported

@@ -12,7 +12,7 @@ use crate::summary::{FunctionSummary, ModuleSummary, Ref};
 use crate::violation::Violation;
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr, Stmt};
-use ruff_text_size::{Ranged, TextRange};
+use ruff_text_size::TextRange;
 use rustc_hash::{FxHashMap, FxHashSet};
 use semantic::{ClassInfo, SemanticModel, Ty};
 
@@ -611,9 +611,14 @@ impl<'a> Visitor<'a> for Checker<'a> {
     }
 }
 
-/// Convenience for rules: the range of any node.
-pub fn range_of<T: Ranged>(node: &T) -> TextRange {
-    node.range()
+/// The last name of a callee or decorator: `no_graph` in `@x.no_graph` and `@no_graph()`.
+pub(crate) fn last_segment(expr: &Expr) -> Option<&str> {
+    match expr {
+        Expr::Name(name) => Some(name.id.as_str()),
+        Expr::Attribute(attribute) => Some(attribute.attr.id.as_str()),
+        Expr::Call(call) => last_segment(&call.func),
+        _ => None,
+    }
 }
 
 /// Module-level imports as bound name → qualified name, for re-exports through `__init__.py`.
