@@ -18,6 +18,28 @@ pub const EXIT_FINDINGS: u8 = 1;
 pub const EXIT_ERROR: u8 = 2;
 
 fn main() -> ExitCode {
+    // A panic is a bug in graphready, never the user's: say so, and exit with the error code
+    // (release builds abort on panic, so this hook is the last word).
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!(
+                "graphready: internal error (panicked at {location}): {payload}\n\
+                 This is a bug in graphready; please report it with the file that triggered it."
+            );
+        }
+        std::process::exit(i32::from(EXIT_ERROR));
+    }));
     let cli = args::Cli::parse();
     let result = match cli.command {
         args::Command::Check(args) => commands::check::run(&args),

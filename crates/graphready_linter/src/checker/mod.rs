@@ -160,8 +160,14 @@ impl<'a> Checker<'a> {
             self.visit_function_body(deferred);
         }
         self.summary.functions.sort_by_key(|function| function.line);
-        for stmt in &module.body {
-            if let Stmt::Import(_) | Stmt::ImportFrom(_) = stmt {
+        // The names `from ... import` bound are the model's final ones: record them once, where
+        // the last such statement stands, so that later `import a as b` still override them.
+        let last_from = module
+            .body
+            .iter()
+            .rposition(|stmt| matches!(stmt, Stmt::ImportFrom(_)));
+        for (i, stmt) in module.body.iter().enumerate() {
+            if matches!(stmt, Stmt::Import(_)) || Some(i) == last_from {
                 collect_imports(stmt, &mut self.summary.imports, &self.model);
             }
         }
@@ -648,11 +654,17 @@ fn callees_first(deferred: Vec<Deferred<'_>>) -> Vec<Deferred<'_>> {
         .enumerate()
         .map(|(i, d)| (d.qualname.as_str(), i))
         .collect();
+    let methods: FxHashMap<(&str, &str), usize> = deferred
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| Some(((d.class?, d.function.name.id.as_str()), i)))
+        .collect();
     let edges: Vec<Vec<usize>> = deferred
         .iter()
         .map(|d| {
             let mut calls = LocalCalls {
                 index: &index,
+                methods: &methods,
                 class: d.class,
                 self_name: d
                     .function
@@ -695,6 +707,7 @@ fn callees_first(deferred: Vec<Deferred<'_>>) -> Vec<Deferred<'_>> {
 /// The module-local callees of a function body: `helper(...)` and `self.method(...)`.
 struct LocalCalls<'i, 'a> {
     index: &'i FxHashMap<&'i str, usize>,
+    methods: &'i FxHashMap<(&'i str, &'i str), usize>,
     class: Option<&'a str>,
     self_name: Option<&'a str>,
     callees: Vec<usize>,
@@ -710,8 +723,9 @@ impl<'a> Visitor<'a> for LocalCalls<'_, 'a> {
                     (Expr::Name(receiver), Some(class), Some(self_name))
                         if receiver.id.as_str() == self_name =>
                     {
-                        let key = format!("{class}.{}", attribute.attr.id);
-                        self.index.get(key.as_str()).copied()
+                        self.methods
+                            .get(&(class, attribute.attr.id.as_str()))
+                            .copied()
                     }
                     _ => None,
                 },

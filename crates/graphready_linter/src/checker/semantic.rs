@@ -83,6 +83,8 @@ pub struct SemanticModel<'a> {
     /// Return types of this module's functions visited so far (callees are visited first).
     learned_returns: FxHashMap<String, Ty>,
     scopes: Vec<Scope<'a>>,
+    /// Emptied scopes, kept for reuse.
+    spare_scopes: Vec<Scope<'a>>,
     /// Memoised answers per expression node, valid until the next binding changes: every rule
     /// asks about the same receivers and callees.
     /// Every name any import bound: a name outside this set never roots a qualified name, which
@@ -119,6 +121,7 @@ impl<'a> SemanticModel<'a> {
             returns,
             learned_returns: FxHashMap::default(),
             scopes: vec![Scope::default()],
+            spare_scopes: Vec::new(),
             import_names: FxHashSet::default(),
             imports_numpy: false,
             qualified_cache: RefCell::new(NodeCache::new()),
@@ -137,18 +140,21 @@ impl<'a> SemanticModel<'a> {
 
     pub fn push_scope(&mut self, is_class: bool) {
         self.invalidate();
-        self.scopes.push(Scope {
-            is_class,
-            bindings: FxHashMap::default(),
-            bool_tensors: FxHashSet::default(),
-            parameters: FxHashSet::default(),
-        });
+        // A scope left earlier lends its tables: no allocation, no growing, per function.
+        let mut scope = self.spare_scopes.pop().unwrap_or_default();
+        scope.is_class = is_class;
+        self.scopes.push(scope);
     }
 
     pub fn pop_scope(&mut self) {
         self.invalidate();
         if self.scopes.len() > 1 {
-            self.scopes.pop();
+            if let Some(mut scope) = self.scopes.pop() {
+                scope.bindings.clear();
+                scope.bool_tensors.clear();
+                scope.parameters.clear();
+                self.spare_scopes.push(scope);
+            }
         }
     }
 
@@ -952,7 +958,7 @@ struct NodeCache<T> {
 }
 
 impl<T> NodeCache<T> {
-    const SLOTS: usize = 4096;
+    const SLOTS: usize = 256;
 
     fn new() -> Self {
         NodeCache {
