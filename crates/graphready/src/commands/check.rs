@@ -182,6 +182,7 @@ pub fn check_paths(
         .filter_map(|i| check_file(i, &candidates[i], &configs[candidates[i].config], None))
         .collect();
     let phase1 = started.elapsed();
+    let rss_phase1 = if timing { resident_kib() } else { 0 };
     // Phase 2: the hot path over the whole project.
     let hot_settings = configs
         .first()
@@ -247,10 +248,12 @@ pub fn check_paths(
         #[allow(clippy::print_stderr)]
         {
             eprintln!(
-                "timing: discover {discovered:?}, phase1 {:?}, hot path {:?}, phase3 {:?} ({redone_count} files again)",
+                "timing: discover {discovered:?}, phase1 {:?}, hot path {:?}, phase3 {:?} ({redone_count} files again); resident after phase1 {} MiB, now {} MiB",
                 phase1,
                 phase2 - phase1,
-                started.elapsed() - phase2
+                started.elapsed() - phase2,
+                rss_phase1 / 1024,
+                resident_kib() / 1024
             );
         }
     }
@@ -367,6 +370,19 @@ fn discover(path: &Path, config: &Resolved) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// The process's resident memory in KiB (Linux; 0 elsewhere), for `GRAPHREADY_TIMING`.
+fn resident_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmRSS:"))
+                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 fn display_path(path: &Path) -> String {
