@@ -188,3 +188,26 @@ fn span(index: &LineIndex, source: &str, range: TextRange) -> Span {
         end: location(index, source, range.end()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A class scan reads method bodies before their local imports bind: the import must still
+    /// count when the body is checked (answers memoised before it are stale).
+    #[test]
+    fn a_local_import_counts_in_a_method_scanned_earlier() {
+        let source = "class Runner:\n    def step(self, a, b):\n        import torch\n\n        \
+                      self.same = torch.equal(a, b)\n        return a\n";
+        let codes: Vec<String> = check(
+            source,
+            "runner.py",
+            &ModuleInfo::default(),
+            &Settings::default(),
+        )
+        .into_iter()
+        .map(|d| d.code)
+        .collect();
+        assert_eq!(codes, vec!["GR106".to_string()]);
+    }
+}

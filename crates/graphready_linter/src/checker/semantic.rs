@@ -315,8 +315,9 @@ impl<'a> SemanticModel<'a> {
             return None;
         }
         let key = std::ptr::from_ref(expr) as usize;
-        // Import bindings do not change between the questions the rules ask about one node.
-        if let Some(known) = self.qualified_cache.borrow().get(key, 0) {
+        // Answers hold until a binding changes: a node can be asked about before a later import
+        // binds its root (a class scan reads method bodies ahead of their local imports).
+        if let Some(known) = self.qualified_cache.borrow().get(key, self.generation) {
             return known.clone();
         }
         let mut root = expr;
@@ -331,7 +332,7 @@ impl<'a> SemanticModel<'a> {
         };
         self.qualified_cache
             .borrow_mut()
-            .insert(key, 0, answer.clone());
+            .insert(key, self.generation, answer.clone());
         answer
     }
 
