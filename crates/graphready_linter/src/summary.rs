@@ -27,6 +27,21 @@ pub enum CallTarget {
     InstanceMethod { class: Ref, method: String },
 }
 
+impl CallTarget {
+    /// The name of the function or method called: `forward` for `self.mlp.forward(x)`,
+    /// `helper` for `pkg.helper(x)`.
+    pub fn method_name(&self) -> &str {
+        match self {
+            CallTarget::Function(Ref::Local(name) | Ref::Qualified(name)) => name
+                .rsplit_once('.')
+                .map_or(name.as_str(), |(_, last)| last),
+            CallTarget::SelfMethod { method, .. }
+            | CallTarget::Super { method, .. }
+            | CallTarget::InstanceMethod { method, .. } => method,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct CallSite {
     pub target: CallTarget,

@@ -3,8 +3,7 @@
 
 use crate::summary::{CallTarget, ClassSummary, FunctionSummary, ModuleSummary, Ref};
 use graphready_diagnostics::ChainLink;
-use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// A function: its module and its index in that module's summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -29,8 +28,6 @@ pub struct ProjectIndex<'s> {
     /// Methods by (class, method), so that a lookup allocates nothing.
     methods: Vec<FxHashMap<(&'s str, &'s str), usize>>,
     classes: Vec<FxHashMap<&'s str, usize>>,
-    /// Resolved callees per node, computed once.
-    callees: FxHashMap<NodeId, Vec<NodeId>>,
 }
 
 impl<'s> ProjectIndex<'s> {
@@ -42,7 +39,6 @@ impl<'s> ProjectIndex<'s> {
             functions: Vec::with_capacity(modules.len()),
             methods: Vec::with_capacity(modules.len()),
             classes: Vec::with_capacity(modules.len()),
-            callees: FxHashMap::default(),
         };
         for (i, module) in modules.iter().enumerate() {
             if let Some(name) = &module.module {
@@ -77,23 +73,6 @@ impl<'s> ProjectIndex<'s> {
                     .collect(),
             );
         }
-        // Every call site of the project, resolved in parallel: the index is read-only here.
-        let nodes: Vec<NodeId> = index.nodes().collect();
-        let resolved: Vec<(NodeId, Vec<NodeId>)> = nodes
-            .into_par_iter()
-            .map(|node| {
-                let mut targets: Vec<NodeId> = index
-                    .function(node)
-                    .calls
-                    .iter()
-                    .flat_map(|site| index.resolve(node.module, &site.target))
-                    .collect();
-                targets.sort_unstable();
-                targets.dedup();
-                (node, targets)
-            })
-            .collect();
-        index.callees = resolved.into_iter().collect();
         index
     }
 
@@ -114,8 +93,32 @@ impl<'s> ProjectIndex<'s> {
         &self.modules[module]
     }
 
-    pub fn callees(&self, node: NodeId) -> impl Iterator<Item = NodeId> + '_ {
-        self.callees.get(&node).into_iter().flatten().copied()
+    /// The functions a function's calls may run, sorted. Resolved when asked: a search expands
+    /// each reached function once, and most of a project is never reached.
+    pub fn callees(&self, node: NodeId) -> Vec<NodeId> {
+        let mut targets: Vec<NodeId> = self
+            .function(node)
+            .calls
+            .iter()
+            .flat_map(|site| self.resolve(node.module, &site.target))
+            .collect();
+        targets.sort_unstable();
+        targets.dedup();
+        targets
+    }
+
+    /// The functions that some call in the project may run through a call of `method`
+    /// (`self.mlp(x)` and `layer.forward(x)` are calls of `forward`).
+    pub fn called_through(&self, method: &str) -> FxHashSet<NodeId> {
+        self.nodes()
+            .flat_map(|node| {
+                self.function(node)
+                    .calls
+                    .iter()
+                    .filter(|site| site.target.method_name() == method)
+                    .flat_map(move |site| self.resolve(node.module, &site.target))
+            })
+            .collect()
     }
 
     pub fn link(&self, node: NodeId) -> ChainLink {

@@ -158,7 +158,7 @@ impl<'s> HotPath<'s> {
         }
         // Module forwards that no other function calls go first, so that a chain starts at the
         // outermost model rather than at the layer that holds the finding.
-        let called: FxHashSet<NodeId> = index.nodes().flat_map(|n| index.callees(n)).collect();
+        let called = index.called_through("forward");
         let (inner, roots): (Vec<Entry>, Vec<Entry>) = defaults
             .iter()
             .cloned()
