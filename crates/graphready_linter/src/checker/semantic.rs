@@ -208,8 +208,14 @@ impl<'a> SemanticModel<'a> {
     }
 
     fn lookup(&self, name: &str) -> Option<&Binding> {
-        self.lookup_scope(name)
-            .and_then(|scope| scope.bindings.get(name))
+        let innermost = self.scopes.len() - 1;
+        self.scopes
+            .iter()
+            .enumerate()
+            .rev()
+            // Class bodies are not visible from the functions nested in them.
+            .filter(|(index, scope)| *index == innermost || !scope.is_class)
+            .find_map(|(_, scope)| scope.bindings.get(name))
     }
 
     /// The innermost scope visible from here that binds `name`.
@@ -892,6 +898,11 @@ pub fn host_named(name: &str) -> bool {
             && haystack[haystack.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
     }
     let name = name.as_bytes();
+    // Every marker holds a `p` (`np`, `numpy`, `cpu`) or an `h` (`host`): a name with neither
+    // is answered without the substring searches.
+    if !name.iter().any(|b| matches!(b | 0x20, b'p' | b'h')) {
+        return false;
+    }
     ends(name, b"_np")
         || starts(name, b"np_")
         || has(name, b"numpy")
@@ -981,5 +992,48 @@ impl<T> NodeCache<T> {
 
     fn insert(&mut self, key: usize, generation: u32, value: T) {
         self.slots[Self::slot(key)] = Some((key, generation, value));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_named;
+
+    #[test]
+    fn host_mirror_names() {
+        for name in [
+            "positions_np",
+            "np_positions",
+            "__np",
+            "np_",
+            "seq_lens_cpu",
+            "cpu_tokens",
+            "a_cpu_b",
+            "_cpu",
+            "host_buf",
+            "buf_host",
+            "a_HOST_b",
+            "to_numpy_array",
+            "NumPy",
+            "a__np",
+        ] {
+            assert!(host_named(name), "{name}");
+        }
+        for name in [
+            "np",
+            "cpu",
+            "host",
+            "x_np_y",
+            "xcpu_y",
+            "x_cpux",
+            "hidden_states",
+            "input_ids",
+            "hostname",
+            "cpus",
+            "npu_buf",
+            "",
+        ] {
+            assert!(!host_named(name), "{name}");
+        }
     }
 }
