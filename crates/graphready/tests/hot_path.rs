@@ -193,7 +193,9 @@ fn tensor_returns_flow_through_calls_across_modules() {
         "from torch import nn\nfrom pkg import router_logits\nfrom .ops import router_logits as rl\n\n\
          def local_scores(x):\n    return x.sigmoid()\n\n\
          class M(nn.Module):\n    def forward(self, x):\n        if router_logits(x).max() > 0.5:\n            pass\n\
-         \x20       if rl(x).any():\n            pass\n        return x\n",
+         \x20       if rl(x).any():\n            pass\n        return x\n\n\n\
+         def capture(graph, x):\n    import torch\n\n    with torch.cuda.graph(graph):\n\
+         \x20       if router_logits(x).any():\n            pass\n",
     )
     .unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_graphready"))
@@ -203,5 +205,7 @@ fn tensor_returns_flow_through_calls_across_modules() {
         .unwrap();
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     let lines: Vec<u64> = findings(&report).iter().map(|f| f.1).collect();
-    assert_eq!(lines, vec![10, 12], "{report:#}");
+    // Line 21 is inside a capture block of a function no entry reaches: re-checked with the
+    // cross-module return types all the same.
+    assert_eq!(lines, vec![10, 12, 21], "{report:#}");
 }

@@ -56,19 +56,21 @@ pub fn check(
     module: &ModuleInfo,
     settings: &Settings,
 ) -> Vec<Diagnostic> {
-    analyze(source, path, module, settings, None).diagnostics
+    analyze(source, path, module, settings, None, None).diagnostics
 }
 
 /// Checks one file, with the return types of other modules' functions when they are known.
 ///
-/// Two passes over the tree when the module has tensor-returning functions of its own: the first
-/// learns their return types, the second uses them at their call sites.
+/// With `only`, the bodies of the module's functions and methods outside it (by qualified name
+/// inside the module) are skipped: a re-check of the functions whose findings can be reported.
+/// The summary is then partial.
 pub fn analyze(
     source: &str,
     path: &str,
     module: &ModuleInfo,
     settings: &Settings,
     external: Option<&ExternalReturns>,
+    only: Option<&rustc_hash::FxHashSet<String>>,
 ) -> FileAnalysis {
     let parsed = match ruff_python_parser::parse_module(source) {
         Ok(parsed) => parsed,
@@ -93,6 +95,7 @@ pub fn analyze(
         module.is_package,
         known,
     )
+    .only(only)
     .run(parsed.syntax());
     let mut summary = analysis.summary;
     summary.path = path.to_string();

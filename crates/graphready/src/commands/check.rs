@@ -186,7 +186,7 @@ pub fn check_paths(
                 let index = next;
                 next += 1;
                 scope.spawn(move |_| {
-                    let outcome = check_file(index, &candidate, &configs[config], None);
+                    let outcome = check_file(index, &candidate, &configs[config], None, None);
                     if let Ok(mut checked) = checked.lock() {
                         checked.push((index, candidate, outcome));
                     }
@@ -250,11 +250,14 @@ pub fn check_paths(
             .into_par_iter()
             .filter_map(|i| {
                 let c = outcomes[i].candidate;
+                // Under `--scope hot`, only the functions whose findings can be reported.
+                let only = (scope == Scope::Hot).then(|| hot.reportable_functions(i));
                 check_file(
                     c,
                     &candidates[c],
                     &configs[candidates[c].config],
                     Some(&external),
+                    only.as_ref(),
                 )
                 .map(|outcome| (i, outcome))
             })
@@ -416,6 +419,7 @@ fn check_file(
     candidate: &Candidate,
     config: &Resolved,
     external: Option<&ExternalReturns>,
+    only: Option<&rustc_hash::FxHashSet<String>>,
 ) -> Option<Outcome> {
     let path = display_path(&candidate.path);
     let unreadable = |message: String| Outcome {
@@ -460,6 +464,7 @@ fn check_file(
         &candidate.module,
         &config.settings,
         external,
+        only,
     );
     // The source is read again for the few files whose findings survive the hot-path filter:
     // holding every source until then would double the peak memory.

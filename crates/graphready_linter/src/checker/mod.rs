@@ -36,6 +36,8 @@ struct Deferred<'a> {
 }
 
 pub struct Checker<'a> {
+    /// When set, the only deferred function bodies visited.
+    only: Option<&'a FxHashSet<String>>,
     pub settings: &'a Settings,
     pub model: SemanticModel<'a>,
     diagnostics: Vec<RawDiagnostic>,
@@ -106,7 +108,15 @@ impl<'a> Checker<'a> {
             classes: Vec::new(),
             deferred: Vec::new(),
             rule_state: rules::FunctionState::default(),
+            only: None,
         }
+    }
+
+    /// Visits only the bodies of these module-level functions and methods (and what they nest).
+    #[must_use]
+    pub fn only(mut self, only: Option<&'a FxHashSet<String>>) -> Self {
+        self.only = only;
+        self
     }
 
     pub fn enabled(&self, rule: Rule) -> bool {
@@ -157,7 +167,12 @@ impl<'a> Checker<'a> {
         // Callees before callers, so that a call of this module's tensor-returning function
         // already knows what it returns; summaries go back to source order afterwards.
         for deferred in callees_first(std::mem::take(&mut self.deferred)) {
-            self.visit_function_body(deferred);
+            if self
+                .only
+                .is_none_or(|only| only.contains(&deferred.qualname))
+            {
+                self.visit_function_body(deferred);
+            }
         }
         self.summary.functions.sort_by_key(|function| function.line);
         // The names `from ... import` bound are the model's final ones: record them once, where

@@ -211,6 +211,30 @@ impl<'s> HotPath<'s> {
         modules
     }
 
+    /// The functions of a module whose findings can be reported under `--scope hot`: those
+    /// reached from an entry point and those holding a capture block, with the functions they
+    /// are nested in (qualified names inside the module).
+    pub fn reportable_functions(&self, module: usize) -> FxHashSet<String> {
+        let mut names = FxHashSet::default();
+        let functions = &self.index.module(module).functions;
+        let reached = self
+            .captured
+            .keys()
+            .chain(self.stalled.keys())
+            .filter(|node| node.module == module)
+            .map(|node| &functions[node.function]);
+        let capturing = functions.iter().filter(|f| !f.capture_blocks.is_empty());
+        for function in reached.chain(capturing) {
+            let mut qualname = function.qualname.as_str();
+            names.insert(qualname.to_string());
+            while let Some((outer, _)) = qualname.rsplit_once('.') {
+                names.insert(outer.to_string());
+                qualname = outer;
+            }
+        }
+        names
+    }
+
     pub fn captured_count(&self) -> usize {
         self.captured.len()
     }
