@@ -3,6 +3,7 @@
 
 use crate::summary::{CallTarget, ClassSummary, FunctionSummary, ModuleSummary, Ref};
 use graphready_diagnostics::ChainLink;
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// A function: its module and its index in that module's summary.
@@ -45,16 +46,18 @@ impl<'s> ProjectIndex<'s> {
                 index.by_name.entry(name.as_str()).or_insert(i);
             }
             index.by_path.insert(module.path.as_str(), i);
-            index.functions.push(
-                module
+        }
+        // The per-module tables, built in parallel.
+        let tables: Vec<_> = modules
+            .par_iter()
+            .map(|module| {
+                let functions: FxHashMap<&str, usize> = module
                     .functions
                     .iter()
                     .enumerate()
                     .map(|(j, f)| (f.qualname.as_str(), j))
-                    .collect(),
-            );
-            index.methods.push(
-                module
+                    .collect();
+                let methods: FxHashMap<(&str, &str), usize> = module
                     .functions
                     .iter()
                     .enumerate()
@@ -62,16 +65,20 @@ impl<'s> ProjectIndex<'s> {
                         let (class, method) = f.qualname.rsplit_once('.')?;
                         Some(((class, method), j))
                     })
-                    .collect(),
-            );
-            index.classes.push(
-                module
+                    .collect();
+                let classes: FxHashMap<&str, usize> = module
                     .classes
                     .iter()
                     .enumerate()
                     .map(|(j, c)| (c.name.as_str(), j))
-                    .collect(),
-            );
+                    .collect();
+                (functions, methods, classes)
+            })
+            .collect();
+        for (functions, methods, classes) in tables {
+            index.functions.push(functions);
+            index.methods.push(methods);
+            index.classes.push(classes);
         }
         index
     }
@@ -110,13 +117,16 @@ impl<'s> ProjectIndex<'s> {
     /// The functions that some call in the project may run through a call of `method`
     /// (`self.mlp(x)` and `layer.forward(x)` are calls of `forward`).
     pub fn called_through(&self, method: &str) -> FxHashSet<NodeId> {
-        self.nodes()
-            .flat_map(|node| {
-                self.function(node)
-                    .calls
+        self.modules
+            .par_iter()
+            .enumerate()
+            .flat_map_iter(|(module, summary)| {
+                summary
+                    .functions
                     .iter()
+                    .flat_map(|function| &function.calls)
                     .filter(|site| site.target.method_name() == method)
-                    .flat_map(move |site| self.resolve(node.module, &site.target))
+                    .flat_map(move |site| self.resolve(module, &site.target))
             })
             .collect()
     }
