@@ -214,7 +214,11 @@ pub fn check_paths(
         .iter_mut()
         .map(|outcome| std::mem::take(&mut outcome.analysis.summary))
         .collect();
-    let hot = HotPath::analyze(&summaries, &hot_settings);
+    // The cross-module return types for phase 3 are gathered meanwhile.
+    let (hot, external) = rayon::join(
+        || HotPath::analyze(&summaries, &hot_settings),
+        || external_returns(&summaries),
+    );
     let no_entries = !hot.has_entries();
     let scope = match scope {
         Scope::Hot if no_entries => Scope::All,
@@ -228,7 +232,6 @@ pub fn check_paths(
     let phase2 = started.elapsed();
     // Phase 3: files calling other modules' tensor-returning functions, again with their types;
     // under `--scope hot`, only files with reachable functions (the others report nothing).
-    let external = external_returns(&summaries);
     let mut redone_count = 0;
     if !external.is_empty() {
         let again: Vec<usize> = match scope {
