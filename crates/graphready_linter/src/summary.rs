@@ -105,6 +105,8 @@ pub struct CallableEntry {
 pub enum EntryReason {
     CaptureSite,
     GraphedCallable,
+    /// The step of a `graphready.ProbeTarget`: the probe captures it.
+    ProbeStep,
     Compiled,
     Marker,
     Configured,
@@ -119,6 +121,9 @@ impl EntryReason {
         match self {
             EntryReason::CaptureSite => "called inside `with torch.cuda.graph(...)`",
             EntryReason::GraphedCallable => "passed to `torch.cuda.make_graphed_callables`",
+            EntryReason::ProbeStep => {
+                "the step of a `graphready.ProbeTarget`, which the probe captures"
+            }
             EntryReason::Compiled => "compiled with `torch.compile(mode=\"reduce-overhead\")`",
             EntryReason::Marker => "marked `# graphready: captured`",
             EntryReason::Configured => "named in `entry-points`",

@@ -53,12 +53,8 @@ pub enum Scope {
     /// Only findings reached from an entry point (captured, or per-step outside the graph).
     #[default]
     Hot,
-    /// Every finding in every function.
+    /// Every finding in every function (captured-only rules still only in captured code).
     All,
-    /// Every finding, captured-only rules included: for the probe, whose step is captured by
-    /// definition and which keeps only what matches a runtime event.
-    #[value(skip)]
-    Everything,
 }
 
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
@@ -123,10 +119,11 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
 }
 
 /// The static findings for some paths, with the configuration discovered for them (used by the
-/// probe to merge runtime events with static findings). Every function is in scope: the probe
-/// decides what ran.
+/// probe to merge runtime events with static findings). Every function is in scope as with
+/// `--scope all`; the step of a `graphready.ProbeTarget` is a captured entry point, so the
+/// captured-only rules apply to it and to what it calls, not to the factory that builds it.
 pub fn static_findings(paths: &[PathBuf]) -> Result<Vec<Diagnostic>> {
-    Ok(check_paths(paths, &Overrides::default(), Scope::Everything, false)?.diagnostics())
+    Ok(check_paths(paths, &Overrides::default(), Scope::All, false)?.diagnostics())
 }
 
 /// One analysed file.
@@ -235,7 +232,7 @@ pub fn check_paths(
     let mut redone_count = 0;
     if !external.is_empty() {
         let again: Vec<usize> = match scope {
-            Scope::All | Scope::Everything => summaries
+            Scope::All => summaries
                 .iter()
                 .enumerate()
                 .filter(|(_, summary)| {
@@ -301,12 +298,8 @@ pub fn check_paths(
                     Reach::Capture => true,
                     // Captured-only hazards (a per-step allocation, a replay counter) are
                     // ordinary code outside the graph.
-                    Reach::Stall => !d.captured_only || scope == Scope::Everything,
-                    Reach::Unknown => match scope {
-                        Scope::Hot => false,
-                        Scope::All => !d.captured_only,
-                        Scope::Everything => true,
-                    },
+                    Reach::Stall => !d.captured_only,
+                    Reach::Unknown => scope == Scope::All && !d.captured_only,
                 }
         });
         let ignored = config.ignored_for(&candidates[candidate].path);
@@ -530,31 +523,26 @@ impl PackageCache {
 mod tests {
     use super::*;
 
-    /// The probe's static side keeps captured-only findings: its step is captured by definition.
+    /// The probe's static side: the captured-only rules apply to the step of a
+    /// `graphready.ProbeTarget` and what it calls, not to the factory that builds it.
     #[test]
-    fn static_findings_for_the_probe_include_captured_only_rules() {
+    fn static_findings_for_the_probe_apply_captured_only_rules_to_the_step() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("step.py"),
-            "import torch\n\ndef step(x: torch.Tensor):\n    torch.cuda.empty_cache()\n    return x * 2\n",
+            "import torch\nfrom graphready import ProbeTarget\n\n\
+             def helper(x):\n    torch.cuda.empty_cache()\n    return x\n\n\
+             def factory(bucket):\n    torch.cuda.empty_cache()\n    x = torch.zeros(bucket, device=\"cuda\")\n\n\
+             \x20   def step(x):\n        return helper(x) * 2\n\n\
+             \x20   return ProbeTarget(step=step, inputs=[x])\n",
         )
         .unwrap();
-        let paths = vec![dir.path().to_path_buf()];
-        let overrides = Overrides {
-            isolated: true,
-            ..Overrides::default()
-        };
-        let all = check_paths(&paths, &overrides, Scope::All, false).unwrap();
-        assert!(
-            all.diagnostics().is_empty(),
-            "captured-only rules stay silent under --scope all"
-        );
-        let everything = check_paths(&paths, &overrides, Scope::Everything, false).unwrap();
-        let codes: Vec<String> = everything
-            .diagnostics()
+        let findings = static_findings(&[dir.path().to_path_buf()]).unwrap();
+        let found: Vec<(String, u32)> = findings
             .into_iter()
-            .map(|d| d.code)
+            .map(|d| (d.code, d.span.start.line))
             .collect();
-        assert_eq!(codes, vec!["GR501".to_string()]);
+        // Line 5 (in `helper`, reached from the step); not line 9 (in the factory).
+        assert_eq!(found, vec![("GR501".to_string(), 5)]);
     }
 }

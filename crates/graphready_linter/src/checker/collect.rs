@@ -307,22 +307,30 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// `torch.cuda.make_graphed_callables(f, ...)` and `torch.compile(f, mode=...)`.
+    /// `torch.cuda.make_graphed_callables(f, ...)`, `torch.compile(f, mode=...)` and
+    /// `graphready.ProbeTarget(step=f, ...)` (the probe captures its step).
     fn record_module_level_entries(&mut self, call: &ast::ExprCall) {
-        let reason = if self
+        let (reason, first) = if self
             .model
             .is(&call.func, "torch.cuda.make_graphed_callables")
             || self
                 .model
                 .is(&call.func, "torch.cuda.graphs.make_graphed_callables")
         {
-            EntryReason::GraphedCallable
+            (EntryReason::GraphedCallable, call.arguments.args.first())
         } else if self.compiles_with_graphs(call) {
-            EntryReason::Compiled
+            (EntryReason::Compiled, call.arguments.args.first())
+        } else if self.model.is(&call.func, "graphready.ProbeTarget")
+            || self.model.is(&call.func, "graphready.target.ProbeTarget")
+        {
+            (
+                EntryReason::ProbeStep,
+                crate::rules::argument(call, 0, "step"),
+            )
         } else {
             return;
         };
-        let Some(first) = call.arguments.args.first() else {
+        let Some(first) = first else {
             return;
         };
         let callables: Vec<&Expr> = match first {
