@@ -207,28 +207,27 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
-    fn lookup(&self, name: &str) -> Option<&Binding> {
+    /// The scopes visible from here, innermost first: class bodies are not visible from the
+    /// functions nested in them.
+    fn visible_scopes(&self) -> impl Iterator<Item = &Scope<'a>> {
         let innermost = self.scopes.len() - 1;
         self.scopes
             .iter()
             .enumerate()
             .rev()
-            // Class bodies are not visible from the functions nested in them.
-            .filter(|(index, scope)| *index == innermost || !scope.is_class)
-            .find_map(|(_, scope)| scope.bindings.get(name))
+            .filter(move |(index, scope)| *index == innermost || !scope.is_class)
+            .map(|(_, scope)| scope)
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Binding> {
+        self.visible_scopes()
+            .find_map(|scope| scope.bindings.get(name))
     }
 
     /// The innermost scope visible from here that binds `name`.
     fn lookup_scope(&self, name: &str) -> Option<&Scope<'a>> {
-        let innermost = self.scopes.len() - 1;
-        self.scopes
-            .iter()
-            .enumerate()
-            .rev()
-            // Class bodies are not visible from the functions nested in them.
-            .filter(|(index, scope)| *index == innermost || !scope.is_class)
-            .find(|(_, scope)| scope.bindings.contains_key(name))
-            .map(|(_, scope)| scope)
+        self.visible_scopes()
+            .find(|scope| scope.bindings.contains_key(name))
     }
 
     /// Records `import ...` / `from ... import ...`.
