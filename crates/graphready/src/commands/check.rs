@@ -322,7 +322,7 @@ pub fn check_paths(
     drop(hot);
     // Freeing the project's summaries, one small allocation at a time, takes longer than the
     // printing that follows: a helper thread does it meanwhile.
-    std::thread::spawn(move || drop(summaries));
+    std::thread::spawn(move || drop((summaries, external)));
     Ok(CheckRun {
         files,
         files_checked,
