@@ -163,25 +163,20 @@ fn render_correlation(out: &mut String, correlation: &Correlation, base: &Path) 
             codes.join(", ")
         );
     }
-    for finding in &correlation.ran_without_event {
-        let _ = writeln!(
-            out,
-            "  ran, no event      {}:{} {} {}",
-            display_path(&finding.path, base),
-            finding.line,
-            finding.code,
-            finding.message
-        );
-    }
-    for finding in &correlation.not_exercised {
-        let _ = writeln!(
-            out,
-            "  not exercised      {}:{} {} {}",
-            display_path(&finding.path, base),
-            finding.line,
-            finding.code,
-            finding.message
-        );
+    for (label, findings) in [
+        ("ran, no event", &correlation.ran_without_event),
+        ("not exercised", &correlation.not_exercised),
+    ] {
+        for finding in findings {
+            let _ = writeln!(
+                out,
+                "  {label:<18} {}:{} {} {}",
+                display_path(&finding.path, base),
+                finding.line,
+                finding.code,
+                finding.message
+            );
+        }
     }
 }
 
