@@ -1,6 +1,7 @@
 //! Command-line arguments (clap derive).
 
 use clap::{Parser, Subcommand, ValueEnum};
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -19,7 +20,7 @@ pub enum Command {
     /// Statically check Python files for CUDA-graph capture hazards.
     Check(CheckArgs),
     /// Run a step function on a GPU and measure syncs, capture, replay and latency.
-    Probe(crate::commands::probe::ProbeArgs),
+    Probe(ProbeArgs),
     /// Print the documentation of one rule.
     Rule {
         /// A rule code such as GR101, or a rule name.
@@ -53,6 +54,25 @@ pub enum ColorChoice {
     Never,
 }
 
+/// Which findings `check` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum Scope {
+    /// Only findings reached from an entry point (captured, or per-step outside the graph).
+    #[default]
+    Hot,
+    /// Every finding in every function (captured-only rules still only in captured code).
+    All,
+}
+
+impl From<Scope> for graphready_linter::project::Scope {
+    fn from(scope: Scope) -> Self {
+        match scope {
+            Scope::Hot => graphready_linter::project::Scope::Hot,
+            Scope::All => graphready_linter::project::Scope::All,
+        }
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
     /// Files or folders to check (default: the current folder).
@@ -80,9 +100,39 @@ pub struct CheckArgs {
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
     /// `hot`: only findings reached from an entry point; `all`: every function.
-    #[arg(long, value_enum, default_value_t = crate::commands::check::Scope::Hot)]
-    pub scope: crate::commands::check::Scope,
+    #[arg(long, value_enum, default_value_t = Scope::Hot)]
+    pub scope: Scope,
     /// Print the entry points found (and why), the eager breaks and the reachable functions.
     #[arg(long)]
     pub show_scope: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProbeFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ProbeArgs {
+    /// `path/to/file.py:factory` or `package.module:factory`; the factory takes the bucket
+    /// (batch size) and returns a `graphready.ProbeTarget`.
+    pub target: String,
+    /// Batch-size buckets, one graph each, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub buckets: Vec<u32>,
+    /// Also write the JSON report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Check these files or folders statically and correlate the findings with the run.
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    pub check: Vec<PathBuf>,
+    /// Time limit for each bucket, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub timeout: u64,
+    /// Python interpreter that has torch [default: $GRAPHREADY_PYTHON, else python3].
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<OsString>,
+    #[arg(long, value_enum, default_value_t = ProbeFormat::Text)]
+    pub output_format: ProbeFormat,
 }

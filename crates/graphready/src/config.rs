@@ -51,10 +51,16 @@ pub struct Overrides {
 pub struct Resolved {
     /// The configuration file, when there is one.
     pub source: Option<PathBuf>,
-    /// The folder globs are relative to.
-    pub root: PathBuf,
     pub settings: Settings,
     pub hot_path: HotPathSettings,
+    pub files: FileFilters,
+}
+
+/// Which files a configuration skips, and which rules it disables per file.
+#[derive(Debug)]
+pub struct FileFilters {
+    /// The folder globs are relative to.
+    root: PathBuf,
     per_file_ignores: Vec<(GlobSet, RuleSet)>,
     exclude: GlobSet,
 }
@@ -80,7 +86,7 @@ const DEFAULT_EXCLUDES: &[&str] = &[
     "venv",
 ];
 
-impl Resolved {
+impl FileFilters {
     /// Whether a file or folder is excluded by the configured globs or the defaults.
     pub fn is_excluded(&self, path: &Path) -> bool {
         if path
@@ -286,13 +292,15 @@ fn resolve(
     Ok(Resolved {
         hot_path,
         source,
-        root,
         settings: Settings {
             rules,
             debug_guards,
             capture_predicates,
         },
-        per_file_ignores,
-        exclude,
+        files: FileFilters {
+            root,
+            per_file_ignores,
+            exclude,
+        },
     })
 }

@@ -3,6 +3,7 @@
 mod args;
 mod commands;
 mod config;
+mod files;
 mod printer;
 mod report;
 

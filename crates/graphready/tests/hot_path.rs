@@ -133,6 +133,46 @@ fn show_scope_lists_entries_breaks_and_counts() {
     insta::assert_snapshot!("hot_project_scope", text);
 }
 
+/// `--show-scope --output-format json`: the same facts as data, plus every reached function.
+#[test]
+fn show_scope_as_json_lists_every_reached_function() {
+    let output = Command::new(env!("CARGO_BIN_EXE_graphready"))
+        .current_dir(project())
+        .args([
+            "check",
+            "--isolated",
+            "--show-scope",
+            "--output-format",
+            "json",
+        ])
+        .arg("engine")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let scope: Value = serde_json::from_slice(&output.stdout).expect("scope JSON");
+    let reached: Vec<(String, String)> = scope["reached"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["function"].as_str().unwrap().to_string(),
+                f["reach"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reached.len(),
+        scope["captured"].as_u64().unwrap() as usize + scope["stalled"].as_u64().unwrap() as usize
+    );
+    assert!(reached.contains(&("MLP.forward".to_string(), "capture".to_string())));
+    assert!(reached.contains(&("Runner.step".to_string(), "stall".to_string())));
+    // The loader runs once: it is not reached.
+    assert!(!reached
+        .iter()
+        .any(|(function, _)| function.contains("load")));
+}
+
 #[test]
 fn configured_entries_and_eager_breaks() {
     let dir = tempfile::tempdir().unwrap();

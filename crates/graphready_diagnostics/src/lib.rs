@@ -4,8 +4,11 @@
 //! it, the JSON report serialises it as it is, and the probe matches runtime events against it by
 //! `path` and `span.start.line`.
 
+pub mod text;
+
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::sync::Arc;
 
 /// How much a finding matters. Serialised in lowercase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -115,6 +118,38 @@ pub struct Diagnostic {
 impl Diagnostic {
     pub fn line(&self) -> u32 {
         self.span.start.line
+    }
+
+    /// The call chain as `A → B → C`, when there is one.
+    pub fn chain_text(&self) -> Option<String> {
+        if self.chain.is_empty() {
+            return None;
+        }
+        Some(
+            self.chain
+                .iter()
+                .map(|link| link.function.as_str())
+                .collect::<Vec<_>>()
+                .join(" → "),
+        )
+    }
+}
+
+/// A checked file with findings, and its source for code frames.
+#[derive(Debug, Clone)]
+pub struct FileDiagnostics {
+    pub path: String,
+    pub source: Option<Arc<str>>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl FileDiagnostics {
+    pub fn new(path: String, source: Option<Arc<str>>, diagnostics: Vec<Diagnostic>) -> Self {
+        FileDiagnostics {
+            path,
+            source,
+            diagnostics,
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 pub mod checker;
 pub mod hot_path;
 pub mod noqa;
+pub mod project;
 pub mod registry;
 pub mod rules;
 pub mod settings;
@@ -49,6 +50,14 @@ pub struct FileAnalysis {
     pub summary: summary::ModuleSummary,
 }
 
+/// The settings of one file: its configuration's, with the file's own rule set (per-file
+/// ignores folded in).
+#[derive(Clone, Copy)]
+pub(crate) struct FileSettings<'s> {
+    pub settings: &'s Settings,
+    pub rules: RuleSet,
+}
+
 /// Checks one file's source on its own.
 pub fn check(
     source: &str,
@@ -56,7 +65,11 @@ pub fn check(
     module: &ModuleInfo,
     settings: &Settings,
 ) -> Vec<Diagnostic> {
-    analyze(source, path, module, settings, None, None).diagnostics
+    let settings = FileSettings {
+        settings,
+        rules: settings.rules,
+    };
+    analyze(source, path, module, &settings, None, None).diagnostics
 }
 
 /// Checks one file, with the return types of other modules' functions when they are known.
@@ -64,11 +77,11 @@ pub fn check(
 /// With `only`, the bodies of the module's functions and methods outside it (by qualified name
 /// inside the module) are skipped: a re-check of the functions whose findings can be reported.
 /// The summary is then partial.
-pub fn analyze(
+pub(crate) fn analyze(
     source: &str,
     path: &str,
     module: &ModuleInfo,
-    settings: &Settings,
+    settings: &FileSettings,
     external: Option<&ExternalReturns>,
     only: Option<&rustc_hash::FxHashSet<String>>,
 ) -> FileAnalysis {
@@ -89,7 +102,8 @@ pub fn analyze(
     };
     let known = checker::semantic::KnownReturns { external };
     let analysis = checker::Checker::new(
-        settings,
+        settings.settings,
+        settings.rules,
         source,
         module.name.as_deref(),
         module.is_package,

@@ -5,6 +5,7 @@
 //! `--check`, no static finding of severity error); 1 otherwise; 2 environment errors (no
 //! torch, no CUDA device, bad TARGET, no interpreter), reported as errors.
 
+use crate::args::{ProbeArgs, ProbeFormat};
 use crate::printer::write_stdout;
 use crate::report::{Report, RuntimeSection};
 use anyhow::{bail, Context, Result};
@@ -19,36 +20,6 @@ use std::time::Duration;
 
 /// Interpreter used when neither `--python` nor this variable is set: `python3`.
 pub const PYTHON_ENV: &str = "GRAPHREADY_PYTHON";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProbeFormat {
-    Text,
-    Json,
-}
-
-#[derive(clap::Args, Debug)]
-pub struct ProbeArgs {
-    /// `path/to/file.py:factory` or `package.module:factory`; the factory takes the bucket
-    /// (batch size) and returns a `graphready.ProbeTarget`.
-    pub target: String,
-    /// Batch-size buckets, one graph each, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1")]
-    pub buckets: Vec<u32>,
-    /// Also write the JSON report to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Check these files or folders statically and correlate the findings with the run.
-    #[arg(long, value_name = "PATH", num_args = 1..)]
-    pub check: Vec<PathBuf>,
-    /// Time limit for each bucket, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 600)]
-    pub timeout: u64,
-    /// Python interpreter that has torch [default: $GRAPHREADY_PYTHON, else python3].
-    #[arg(long, value_name = "PATH")]
-    pub python: Option<OsString>,
-    #[arg(long, value_enum, default_value_t = ProbeFormat::Text)]
-    pub output_format: ProbeFormat,
-}
 
 impl RuntimeSection for RuntimeReport {
     fn ready(&self) -> bool {
@@ -74,7 +45,7 @@ pub fn run(args: &ProbeArgs) -> Result<ExitCode> {
     let (findings, correlation) = if args.check.is_empty() {
         (Vec::new(), None)
     } else {
-        let findings = crate::commands::check::static_findings(&args.check)?;
+        let findings = static_findings(&args.check)?;
         let correlation = correlate(&runtime, &findings);
         (findings, Some(correlation))
     };
@@ -98,6 +69,20 @@ pub fn run(args: &ProbeArgs) -> Result<ExitCode> {
         ProbeFormat::Json => write_stdout(&format!("{json}\n"))?,
     }
     Ok(ExitCode::from(if report.summary.ready { 0 } else { 1 }))
+}
+
+/// The static findings for the `--check` paths, with the configuration discovered for them.
+/// Every function is in scope as with `--scope all`; the step of a `graphready.ProbeTarget` is
+/// a captured entry point, so the captured-only rules apply to it and to what it calls, not to
+/// the factory that builds it.
+fn static_findings(paths: &[PathBuf]) -> Result<Vec<graphready_diagnostics::Diagnostic>> {
+    let run = crate::files::analyse(
+        paths,
+        &crate::config::Overrides::default(),
+        graphready_linter::project::Scope::All,
+        false,
+    )?;
+    Ok(run.diagnostics())
 }
 
 fn buckets(raw: &[u32]) -> Result<Vec<u32>> {
@@ -184,6 +169,29 @@ mod tests {
         missing.python = Some("/nonexistent/python3".into());
         let err = run(&missing).unwrap_err();
         assert!(format!("{err:#}").contains("--python"), "{err:#}");
+    }
+
+    /// The probe's static side: the captured-only rules apply to the step of a
+    /// `graphready.ProbeTarget` and what it calls, not to the factory that builds it.
+    #[test]
+    fn static_findings_for_the_probe_apply_captured_only_rules_to_the_step() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("step.py"),
+            "import torch\nfrom graphready import ProbeTarget\n\n\
+             def helper(x):\n    torch.cuda.empty_cache()\n    return x\n\n\
+             def factory(bucket):\n    torch.cuda.empty_cache()\n    x = torch.zeros(bucket, device=\"cuda\")\n\n\
+             \x20   def step(x):\n        return helper(x) * 2\n\n\
+             \x20   return ProbeTarget(step=step, inputs=[x])\n",
+        )
+        .unwrap();
+        let findings = static_findings(&[dir.path().to_path_buf()]).unwrap();
+        let found: Vec<(String, u32)> = findings
+            .into_iter()
+            .map(|d| (d.code, d.span.start.line))
+            .collect();
+        // Line 5 (in `helper`, reached from the step); not line 9 (in the factory).
+        assert_eq!(found, vec![("GR501".to_string(), 5)]);
     }
 
     #[test]

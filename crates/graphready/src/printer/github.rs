@@ -1,6 +1,5 @@
 //! GitHub Actions workflow commands: one `::error`/`::warning`/`::notice` line per finding.
 
-use super::chain_text;
 use graphready_diagnostics::{Diagnostic, Severity};
 use std::fmt::Write as _;
 
@@ -26,7 +25,7 @@ pub fn render(diagnostics: &[Diagnostic]) -> String {
         if let Some(fix) = &diagnostic.fix {
             let _ = write!(message, "\nhelp: {fix}");
         }
-        if let Some(chain) = chain_text(diagnostic) {
+        if let Some(chain) = diagnostic.chain_text() {
             let _ = write!(message, "\n{} via {chain}", diagnostic.reach.as_str());
         }
         let _ = writeln!(

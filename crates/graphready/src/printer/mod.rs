@@ -3,31 +3,12 @@
 pub mod github;
 pub mod sarif;
 pub mod scope;
-pub mod text;
 
 use crate::args::OutputFormat;
 use graphready_diagnostics::Diagnostic;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write;
-use std::sync::Arc;
-
-/// A checked file with findings, and its source for code frames.
-pub struct Checked {
-    pub path: String,
-    pub source: Option<Arc<str>>,
-    pub diagnostics: Vec<Diagnostic>,
-}
-
-impl Checked {
-    pub fn new(path: String, source: Option<Arc<str>>, diagnostics: Vec<Diagnostic>) -> Self {
-        Checked {
-            path,
-            source,
-            diagnostics,
-        }
-    }
-}
 
 /// Writes to stdout; a closed pipe (`graphready check | head`) is reported as such so the
 /// binary can exit 0.
@@ -72,19 +53,4 @@ pub fn statistics(diagnostics: &[Diagnostic], format: OutputFormat) -> String {
     }
     let _ = writeln!(out, "{:>6}  total", diagnostics.len());
     out
-}
-
-/// Renders a call chain as `A → B → C`.
-pub fn chain_text(diagnostic: &Diagnostic) -> Option<String> {
-    if diagnostic.chain.is_empty() {
-        return None;
-    }
-    Some(
-        diagnostic
-            .chain
-            .iter()
-            .map(|link| link.function.as_str())
-            .collect::<Vec<_>>()
-            .join(" → "),
-    )
 }

@@ -1,62 +1,56 @@
 //! `--show-scope`: what graphready thinks is captured, and why.
 
-use graphready_linter::hot_path::{Entry, HotPath};
-use graphready_linter::summary::ModuleSummary;
+use graphready_linter::project::scope::ScopeEntry;
+use graphready_linter::project::ScopeReport;
 use std::fmt::Write as _;
 
-fn entry_line(out: &mut String, hot: &HotPath, entry: &Entry) {
-    let link = hot.index.link(entry.node);
+fn entry_line(out: &mut String, entry: &ScopeEntry) {
     let _ = writeln!(
         out,
         "  {}:{}  {}  ({})",
-        link.path,
-        link.line,
-        link.function,
-        entry.reason.describe()
+        entry.path, entry.line, entry.function, entry.reason
     );
 }
 
-pub fn render(hot: &HotPath, modules: &[ModuleSummary]) -> String {
+pub fn render(scope: &ScopeReport) -> String {
     let mut out = String::new();
-    let total: usize = modules.iter().map(|m| m.functions.len()).sum();
-    let explicit = hot
-        .capture_entries
-        .iter()
-        .filter(|e| e.reason.is_explicit())
-        .count();
+    let explicit = scope.capture_entries.iter().filter(|e| e.explicit).count();
     let _ = writeln!(
         out,
         "Captured entry points: {} ({} explicit, {} nn.Module forwards)",
-        hot.capture_entries.len(),
+        scope.capture_entries.len(),
         explicit,
-        hot.capture_entries.len() - explicit
+        scope.capture_entries.len() - explicit
     );
-    for entry in &hot.capture_entries {
-        entry_line(&mut out, hot, entry);
+    for entry in &scope.capture_entries {
+        entry_line(&mut out, entry);
     }
     let _ = writeln!(
         out,
         "Step entry points (outside the graph, every step): {}",
-        hot.step_entries.len()
+        scope.step_entries.len()
     );
-    for entry in &hot.step_entries {
-        entry_line(&mut out, hot, entry);
+    for entry in &scope.step_entries {
+        entry_line(&mut out, entry);
     }
-    let _ = writeln!(out, "Eager breaks: {}", hot.eager.len());
-    for node in &hot.eager {
-        let link = hot.index.link(*node);
+    let _ = writeln!(out, "Eager breaks: {}", scope.eager.len());
+    for link in &scope.eager {
         let _ = writeln!(out, "  {}:{}  {}", link.path, link.line, link.function);
     }
-    for name in &hot.unmatched {
+    for name in &scope.unmatched {
         let _ = writeln!(out, "warning: configured name `{name}` matches no function");
     }
     let _ = writeln!(
         out,
         "Reachable functions: {} captured, {} per-step only, of {} functions in {} files",
-        hot.captured_count(),
-        hot.stalled_count(),
-        total,
-        modules.len()
+        scope.captured, scope.stalled, scope.functions, scope.files
     );
+    out
+}
+
+/// The scope as JSON: the same facts, plus every reachable function with its reach.
+pub fn render_json(scope: &ScopeReport) -> String {
+    let mut out = serde_json::to_string_pretty(scope).unwrap_or_default();
+    out.push('\n');
     out
 }

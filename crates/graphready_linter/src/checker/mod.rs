@@ -39,6 +39,8 @@ pub struct Checker<'a> {
     /// When set, the only deferred function bodies visited.
     only: Option<&'a FxHashSet<String>>,
     pub settings: &'a Settings,
+    /// The rules that may report in this file.
+    rules: crate::registry::RuleSet,
     pub model: SemanticModel<'a>,
     diagnostics: Vec<RawDiagnostic>,
     /// Non-zero while inside code that cannot run during capture.
@@ -81,6 +83,7 @@ pub struct Analysis {
 impl<'a> Checker<'a> {
     pub fn new(
         settings: &'a Settings,
+        rules: crate::registry::RuleSet,
         source: &'a str,
         module: Option<&str>,
         is_package: bool,
@@ -88,6 +91,7 @@ impl<'a> Checker<'a> {
     ) -> Self {
         Checker {
             settings,
+            rules,
             model: SemanticModel::new(module, is_package, returns),
             source,
             summary: ModuleSummary {
@@ -120,7 +124,7 @@ impl<'a> Checker<'a> {
     }
 
     pub fn enabled(&self, rule: Rule) -> bool {
-        self.settings.rules.contains(rule)
+        self.rules.contains(rule)
     }
 
     /// Whether any rule of this run can report here: false under a "not capturing" guard.

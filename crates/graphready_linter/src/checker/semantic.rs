@@ -31,6 +31,14 @@ pub enum Ty {
     Event,
 }
 
+impl Ty {
+    /// A tensor or a sequence of tensors: what makes a function's return worth knowing across
+    /// modules.
+    pub fn is_tensor_like(self) -> bool {
+        matches!(self, Ty::Tensor | Ty::TensorSeq)
+    }
+}
+
 impl From<Returns> for Ty {
     fn from(returns: Returns) -> Self {
         match returns {

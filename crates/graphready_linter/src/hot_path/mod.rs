@@ -235,6 +235,14 @@ impl<'s> HotPath<'s> {
         names
     }
 
+    /// Every reached function, with its reach.
+    pub fn reached(&self) -> impl Iterator<Item = (NodeId, Reach)> + '_ {
+        self.captured
+            .keys()
+            .map(|node| (*node, Reach::Capture))
+            .chain(self.stalled.keys().map(|node| (*node, Reach::Stall)))
+    }
+
     pub fn captured_count(&self) -> usize {
         self.captured.len()
     }

@@ -1,13 +1,14 @@
-//! Human output: code frames like rustc and ruff, one per finding, then a count.
+//! Human output: code frames like rustc and ruff, one per finding, then a count. Shared by the
+//! CLI and the linter's rule tests, which snapshot it.
 
-use super::{chain_text, Checked};
+use crate::{Diagnostic, FileDiagnostics, Reach, Severity};
 use annotate_snippets::{Level, Renderer, Snippet};
-use graphready_diagnostics::{Diagnostic, Reach, Severity};
 use rayon::prelude::*;
 use std::fmt::Write as _;
 
-pub fn render(files: &[Checked], color: bool) -> String {
-    let mut by_path: Vec<&Checked> = files.iter().collect();
+/// Renders every finding of `files` as a code frame (in path and position order), then the count.
+pub fn render(files: &[FileDiagnostics], color: bool) -> String {
+    let mut by_path: Vec<&FileDiagnostics> = files.iter().collect();
     by_path.sort_by(|a, b| a.path.cmp(&b.path));
     // Files render independently; code frames are the costly part of a large report.
     let rendered: Vec<String> = by_path
@@ -47,9 +48,14 @@ fn level(severity: Severity) -> Level {
     }
 }
 
-fn render_one(out: &mut String, renderer: &Renderer, file: &Checked, diagnostic: &Diagnostic) {
+fn render_one(
+    out: &mut String,
+    renderer: &Renderer,
+    file: &FileDiagnostics,
+    diagnostic: &Diagnostic,
+) {
     let level = level(diagnostic.severity);
-    let chain = chain_text(diagnostic).map(|chain| match diagnostic.reach {
+    let chain = diagnostic.chain_text().map(|chain| match diagnostic.reach {
         Reach::Stall => format!("runs every step, outside the graph, via {chain}"),
         _ => format!("captured via {chain}"),
     });

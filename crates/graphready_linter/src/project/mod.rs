@@ -1,0 +1,410 @@
+//! A whole analysis run over a project: the files a caller discovers, checked in three phases,
+//! scoped to the hot path.
+//!
+//! 1. Every file on its own, in parallel, as the caller finds it: parse, check with the file's
+//!    rules (per-file ignores already folded in), summarise.
+//! 2. The hot path over every summary: entry points, the call graph, reach and chains.
+//! 3. Files where a reached function calls another module's tensor-returning function are
+//!    checked again with those return types known (under [`Scope::Hot`], only the functions
+//!    whose findings can be reported).
+//!
+//! Then each finding gets its reach and chain, and the findings the scope does not report are
+//! dropped. The caller walks folders and resolves configuration; this module reads, analyses
+//! and returns data, never prints.
+
+mod modules;
+pub mod scope;
+
+use crate::hot_path::{HotPath, HotPathSettings};
+use crate::registry::RuleSet;
+use crate::settings::Settings;
+use crate::summary::ModuleSummary;
+use crate::{ExternalReturns, FileAnalysis, ModuleInfo, UNREADABLE_CODE};
+use graphready_diagnostics::{Diagnostic, FileDiagnostics, Reach};
+use modules::PackageCache;
+use rayon::prelude::*;
+use ruff_text_size::TextRange;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use scope::ScopeReport;
+
+/// Which findings a run reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scope {
+    /// Only findings reached from an entry point (captured, or per-step outside the graph).
+    #[default]
+    Hot,
+    /// Every finding in every function (captured-only rules still only in captured code).
+    All,
+}
+
+/// One file to check, as the caller found it.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    pub path: PathBuf,
+    /// Index of the file's settings in [`Options::settings`].
+    pub settings: usize,
+    /// Rules disabled for this file (`per-file-ignores`): folded into its rule set before
+    /// analysis.
+    pub ignored: RuleSet,
+}
+
+/// What a run needs besides the files.
+pub struct Options<'s> {
+    /// One per configuration; each file names its own.
+    pub settings: &'s [Settings],
+    pub hot_path: &'s HotPathSettings,
+    pub scope: Scope,
+    /// Also describe the hot path ([`ProjectReport::scope`]).
+    pub show_scope: bool,
+    /// Measure phase times and resident memory ([`ProjectReport::timing`]).
+    pub timing: bool,
+}
+
+/// Phase times of a run, and resident memory, when [`Options::timing`] asked for them.
+#[derive(Debug, Clone, Default)]
+pub struct Timing {
+    pub discovery: Duration,
+    pub phase1: Duration,
+    pub hot_path: Duration,
+    pub phase3: Duration,
+    /// Files checked again in phase 3.
+    pub rechecked: usize,
+    pub resident_after_phase1_kib: u64,
+    pub resident_at_end_kib: u64,
+}
+
+/// The outcome of a run.
+pub struct ProjectReport {
+    /// Files with findings, in discovery order, with their sources for code frames.
+    pub files: Vec<FileDiagnostics>,
+    /// Python files analysed (files that never mention `torch` are skipped, not counted).
+    pub files_checked: usize,
+    /// No entry point was found, so every function was reported.
+    pub no_entries: bool,
+    pub scope: Option<ScopeReport>,
+    pub timing: Option<Timing>,
+}
+
+impl ProjectReport {
+    /// Every finding, sorted by path, position and code.
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        let mut all: Vec<Diagnostic> = self
+            .files
+            .iter()
+            .flat_map(|file| file.diagnostics.iter().cloned())
+            .collect();
+        graphready_diagnostics::sort_diagnostics(&mut all);
+        all
+    }
+}
+
+/// A file found by discovery, with where it sits in its package.
+struct Candidate {
+    file: SourceFile,
+    module: ModuleInfo,
+}
+
+/// One analysed file.
+struct Outcome {
+    candidate: usize,
+    path: String,
+    analysis: FileAnalysis,
+}
+
+/// Runs the three phases over the files `discover` hands out. Discovery and phase 1 overlap:
+/// `discover` runs on the calling thread and every file it yields is checked at once by the
+/// worker threads.
+pub fn check(
+    options: &Options,
+    discover: impl FnOnce(&mut dyn FnMut(SourceFile)) + Send,
+) -> ProjectReport {
+    let started = Instant::now();
+    let (candidates, mut outcomes, discovered) = phase1(options, discover);
+    let phase1_done = started.elapsed();
+    let rss_phase1 = if options.timing { resident_kib() } else { 0 };
+
+    // Phase 2: the hot path over the whole project; the cross-module return types for phase 3
+    // are gathered meanwhile.
+    let summaries: Vec<ModuleSummary> = outcomes
+        .iter_mut()
+        .map(|outcome| std::mem::take(&mut outcome.analysis.summary))
+        .collect();
+    let (hot, external) = rayon::join(
+        || HotPath::analyze(&summaries, options.hot_path),
+        || external_returns(&summaries),
+    );
+    let no_entries = !hot.has_entries();
+    let scope = match options.scope {
+        Scope::Hot if no_entries => Scope::All,
+        other => other,
+    };
+    let scope_report = options
+        .show_scope
+        .then(|| ScopeReport::new(&hot, &summaries));
+    let phase2_done = started.elapsed();
+
+    let rechecked = phase3(
+        options,
+        scope,
+        &candidates,
+        &mut outcomes,
+        &summaries,
+        &hot,
+        &external,
+    );
+    let files_checked = outcomes.len();
+    let timing = options.timing.then(|| Timing {
+        discovery: discovered,
+        phase1: phase1_done,
+        hot_path: phase2_done - phase1_done,
+        phase3: started.elapsed() - phase2_done,
+        rechecked,
+        resident_after_phase1_kib: rss_phase1,
+        resident_at_end_kib: resident_kib(),
+    });
+    let files = outcomes
+        .into_iter()
+        .filter_map(|outcome| {
+            let mut diagnostics = outcome.analysis.diagnostics;
+            for diagnostic in &mut diagnostics {
+                hot.annotate(diagnostic);
+            }
+            diagnostics.retain(|d| reported(d, scope));
+            if diagnostics.is_empty() {
+                return None;
+            }
+            // The source is read again for the few files whose findings survive: holding every
+            // source until now would double the peak memory.
+            let source = std::fs::read_to_string(&candidates[outcome.candidate].file.path)
+                .ok()
+                .map(Arc::<str>::from);
+            Some(FileDiagnostics::new(outcome.path, source, diagnostics))
+        })
+        .collect();
+    drop(hot);
+    // Freeing the project's summaries, one small allocation at a time, takes longer than the
+    // printing that follows: a helper thread does it meanwhile.
+    std::thread::spawn(move || drop((summaries, external)));
+    ProjectReport {
+        files,
+        files_checked,
+        no_entries,
+        scope: scope_report,
+        timing,
+    }
+}
+
+/// Phase 1: every file on its own, as discovery finds it. Returns the candidates in discovery
+/// order, the outcomes (files that never mention `torch` have none) and the discovery time.
+fn phase1(
+    options: &Options,
+    discover: impl FnOnce(&mut dyn FnMut(SourceFile)) + Send,
+) -> (Vec<Candidate>, Vec<Outcome>, Duration) {
+    let started = Instant::now();
+    let checked = std::sync::Mutex::new(Vec::new());
+    let mut discovered = Duration::ZERO;
+    rayon::scope(|scope| {
+        let checked = &checked;
+        let mut packages = PackageCache::default();
+        let mut seen = rustc_hash::FxHashSet::default();
+        let mut next = 0;
+        discover(&mut |file: SourceFile| {
+            if !seen.insert(file.path.clone()) {
+                return;
+            }
+            let candidate = Candidate {
+                module: packages.module_of(&file.path),
+                file,
+            };
+            let index = next;
+            next += 1;
+            scope.spawn(move |_| {
+                let outcome = check_file(index, &candidate, options, None, None);
+                if let Ok(mut checked) = checked.lock() {
+                    checked.push((index, candidate, outcome));
+                }
+            });
+        });
+        discovered = started.elapsed();
+    });
+    let mut checked = checked.into_inner().unwrap_or_default();
+    checked.sort_unstable_by_key(|(index, _, _)| *index);
+    let mut candidates = Vec::with_capacity(checked.len());
+    let mut outcomes = Vec::new();
+    for (_, candidate, outcome) in checked {
+        candidates.push(candidate);
+        outcomes.extend(outcome);
+    }
+    (candidates, outcomes, discovered)
+}
+
+/// Phase 3: files calling other modules' tensor-returning functions, again with their types;
+/// under `--scope hot`, only files with reachable functions (the others report nothing).
+/// Returns how many files were checked again.
+fn phase3(
+    options: &Options,
+    scope: Scope,
+    candidates: &[Candidate],
+    outcomes: &mut [Outcome],
+    summaries: &[ModuleSummary],
+    hot: &HotPath,
+    external: &ExternalReturns,
+) -> usize {
+    if external.is_empty() {
+        return 0;
+    }
+    let again: Vec<usize> = match scope {
+        Scope::All => summaries
+            .iter()
+            .enumerate()
+            .filter(|(_, summary)| {
+                summary
+                    .imported_callees
+                    .iter()
+                    .any(|c| external.contains_key(c))
+            })
+            .map(|(i, _)| i)
+            .collect(),
+        // Only where a reached function itself calls one: nothing else is reported.
+        Scope::Hot => hot.modules_calling(external),
+    };
+    let redone: Vec<(usize, Outcome)> = again
+        .into_par_iter()
+        .filter_map(|i| {
+            let c = outcomes[i].candidate;
+            // Under `--scope hot`, only the functions whose findings can be reported.
+            let only = (scope == Scope::Hot).then(|| hot.reportable_functions(i));
+            check_file(c, &candidates[c], options, Some(external), only.as_ref())
+                .map(|outcome| (i, outcome))
+        })
+        .collect();
+    let count = redone.len();
+    for (i, outcome) in redone {
+        outcomes[i].analysis.diagnostics = outcome.analysis.diagnostics;
+    }
+    count
+}
+
+/// Whether a scope reports a finding, given its reach.
+fn reported(diagnostic: &Diagnostic, scope: Scope) -> bool {
+    diagnostic.code == UNREADABLE_CODE
+        || match diagnostic.reach {
+            Reach::Capture => true,
+            // Captured-only hazards (a per-step allocation, a replay counter) are ordinary code
+            // outside the graph.
+            Reach::Stall => !diagnostic.captured_only,
+            Reach::Unknown => scope == Scope::All && !diagnostic.captured_only,
+        }
+}
+
+/// Tensor-returning module-level functions by qualified name, including re-exports.
+fn external_returns(summaries: &[ModuleSummary]) -> ExternalReturns {
+    let mut table = ExternalReturns::default();
+    for summary in summaries {
+        let Some(module) = &summary.module else {
+            continue;
+        };
+        for function in &summary.functions {
+            if function.class.is_none()
+                && !function.qualname.contains('.')
+                && function.returns.is_tensor_like()
+            {
+                table.insert(format!("{module}.{}", function.qualname), function.returns);
+            }
+        }
+    }
+    let mut aliases = Vec::new();
+    for summary in summaries {
+        let Some(module) = &summary.module else {
+            continue;
+        };
+        for (name, qualified) in &summary.imports {
+            if let Some(ty) = table.get(qualified) {
+                aliases.push((format!("{module}.{name}"), *ty));
+            }
+        }
+    }
+    table.extend(aliases);
+    table
+}
+
+fn display_path(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    text.strip_prefix("./").unwrap_or(&text).to_string()
+}
+
+/// Reads and checks one file. `None` for a file that never mentions `torch`.
+fn check_file(
+    index: usize,
+    candidate: &Candidate,
+    options: &Options,
+    external: Option<&ExternalReturns>,
+    only: Option<&rustc_hash::FxHashSet<String>>,
+) -> Option<Outcome> {
+    let path = display_path(&candidate.file.path);
+    let unreadable = |message: String| Outcome {
+        candidate: index,
+        path: path.clone(),
+        analysis: FileAnalysis {
+            diagnostics: vec![crate::unreadable("", &path, TextRange::default(), message)],
+            summary: ModuleSummary::default(),
+        },
+    };
+    let bytes = match std::fs::read(&candidate.file.path) {
+        Ok(bytes) => bytes,
+        Err(err) => return Some(unreadable(format!("file could not be read: {err}"))),
+    };
+    // Files that never mention `torch` hold no hazard; package `__init__.py` files still count,
+    // for the re-exports the call graph follows through them.
+    let is_init = candidate
+        .file
+        .path
+        .file_name()
+        .is_some_and(|name| name == "__init__.py");
+    if !is_init && !crate::mentions_torch(&bytes) {
+        return None;
+    }
+    let source = match String::from_utf8(bytes) {
+        Ok(source) => source,
+        Err(err) => {
+            return Some(unreadable(format!(
+                "file is not valid UTF-8 (invalid byte at offset {})",
+                err.utf8_error().valid_up_to()
+            )))
+        }
+    };
+    let settings = &options.settings[candidate.file.settings];
+    let mut rules = settings.rules;
+    for rule in candidate.file.ignored.iter() {
+        rules.remove(rule);
+    }
+    let analysis = crate::analyze(
+        &source,
+        &path,
+        &candidate.module,
+        &crate::FileSettings { settings, rules },
+        external,
+        only,
+    );
+    Some(Outcome {
+        candidate: index,
+        path,
+        analysis,
+    })
+}
+
+/// The process's resident memory in KiB (Linux; 0 elsewhere), for [`Timing`].
+fn resident_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmRSS:"))
+                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}

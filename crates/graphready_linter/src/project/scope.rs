@@ -1,0 +1,87 @@
+//! `--show-scope`: what the hot-path analysis found, as data (the CLI renders it as text or
+//! JSON): entry points and why, eager breaks, configured names that matched nothing, and every
+//! reachable function with its reach.
+
+use crate::hot_path::{Entry, HotPath, NodeId};
+use crate::summary::ModuleSummary;
+use graphready_diagnostics::{ChainLink, Reach};
+use serde::Serialize;
+
+/// An entry point: the function, and why it is one.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScopeEntry {
+    pub path: String,
+    pub function: String,
+    pub line: u32,
+    pub reason: &'static str,
+    /// Explicit entries (capture sites, markers, configuration) rather than default module
+    /// forwards.
+    pub explicit: bool,
+}
+
+/// A function the hot path reaches.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReachedFunction {
+    pub path: String,
+    /// Qualified inside its module: `Class.method`, `outer.inner`.
+    pub function: String,
+    /// The line of the `def`.
+    pub line: u32,
+    pub reach: Reach,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScopeReport {
+    pub capture_entries: Vec<ScopeEntry>,
+    pub step_entries: Vec<ScopeEntry>,
+    pub eager: Vec<ChainLink>,
+    /// Configured names (`entry-points`, `step-entry-points`, `eager`) that matched no function.
+    pub unmatched: Vec<String>,
+    /// Functions reached with capture reach, and with stall reach only.
+    pub captured: usize,
+    pub stalled: usize,
+    pub functions: usize,
+    pub files: usize,
+    /// Every reached function, in path and line order.
+    pub reached: Vec<ReachedFunction>,
+}
+
+impl ScopeReport {
+    pub(crate) fn new(hot: &HotPath, modules: &[ModuleSummary]) -> Self {
+        let entry = |entry: &Entry| {
+            let link = hot.index.link(entry.node);
+            ScopeEntry {
+                path: link.path,
+                function: link.function,
+                line: link.line,
+                reason: entry.reason.describe(),
+                explicit: entry.reason.is_explicit(),
+            }
+        };
+        let mut reached: Vec<(NodeId, Reach)> = hot.reached().collect();
+        reached.sort_unstable_by_key(|(node, _)| *node);
+        let reached = reached
+            .into_iter()
+            .map(|(node, reach)| {
+                let link = hot.index.link(node);
+                ReachedFunction {
+                    path: link.path,
+                    function: link.function,
+                    line: link.line,
+                    reach,
+                }
+            })
+            .collect();
+        ScopeReport {
+            capture_entries: hot.capture_entries.iter().map(entry).collect(),
+            step_entries: hot.step_entries.iter().map(entry).collect(),
+            eager: hot.eager.iter().map(|node| hot.index.link(*node)).collect(),
+            unmatched: hot.unmatched.clone(),
+            captured: hot.captured_count(),
+            stalled: hot.stalled_count(),
+            functions: modules.iter().map(|m| m.functions.len()).sum(),
+            files: modules.len(),
+            reached,
+        }
+    }
+}
