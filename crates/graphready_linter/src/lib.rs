@@ -5,16 +5,17 @@
 //! [`Diagnostic`]s. This crate never prints.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod checker;
+mod checker;
 pub mod hot_path;
-pub mod noqa;
+mod noqa;
 pub mod project;
 pub mod registry;
-pub mod rules;
+mod rules;
+mod semantic;
 pub mod settings;
-pub mod summary;
-pub mod tensor_api;
-pub mod violation;
+mod summary;
+mod util;
+mod violation;
 
 pub use graphready_diagnostics::{Diagnostic, Location, Reach, Severity, Span};
 pub use registry::{Rule, RuleSet};
@@ -41,7 +42,7 @@ pub fn mentions_torch(source: &[u8]) -> bool {
 }
 
 /// Return types of functions in other modules, by qualified name (`pkg.mod.helper`).
-pub type ExternalReturns = rustc_hash::FxHashMap<String, checker::semantic::Ty>;
+pub type ExternalReturns = rustc_hash::FxHashMap<String, semantic::Ty>;
 
 /// The findings of one file and what the project-wide analysis needs from it.
 #[derive(Debug, Default)]
@@ -100,7 +101,7 @@ pub(crate) fn analyze(
             };
         }
     };
-    let known = checker::semantic::KnownReturns { external };
+    let known = semantic::KnownReturns { external };
     let analysis = checker::Checker::new(
         settings.settings,
         settings.rules,

@@ -6,9 +6,9 @@
 //! `torch.compiler.is_compiling()`, `x.is_cuda` (a CPU tensor never syncs a device) and the
 //! configured debug guards.
 
-use super::last_segment;
-use super::semantic::SemanticModel;
+use crate::semantic::SemanticModel;
 use crate::settings::Settings;
+use crate::util::last_segment;
 use ruff_python_ast::{self as ast, Expr};
 
 /// Predicates whose truthy value means "being compiled", so the negated branch is eager-only.
@@ -102,4 +102,14 @@ pub fn guards_rest(
     operand: &Expr,
 ) -> bool {
     safe_when(model, settings, operand, matches!(op, ast::BoolOp::Or))
+}
+
+/// Whether a `with` item opens code that never runs captured: an eager break
+/// (`with force_no_graph():`) or vLLM's marker for deliberate eager syncs
+/// (`with gpu_sync_allowed():`).
+pub fn opens_eager_block(item: &ast::WithItem) -> bool {
+    matches!(&item.context_expr, Expr::Call(call)
+    if last_segment(&call.func).is_some_and(|n| {
+        matches!(n, "force_no_graph" | "no_graph" | "gpu_sync_allowed")
+    }))
 }

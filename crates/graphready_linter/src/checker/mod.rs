@@ -1,20 +1,19 @@
 //! The one visitor: it walks a module in source order, keeps the semantic model current, tracks
 //! guards and the enclosing function, and dispatches each node to the rules that want it.
 
-mod collect;
-pub mod guards;
-pub mod semantic;
+pub(crate) mod guards;
 
-use crate::registry::Rule;
+use crate::registry::{Rule, RuleSet};
 use crate::rules;
+use crate::semantic::{KnownReturns, SemanticModel, Ty};
 use crate::settings::Settings;
-use crate::summary::{FunctionSummary, ModuleSummary, Ref};
+use crate::summary::builder::SummaryBuilder;
+use crate::summary::ModuleSummary;
 use crate::violation::Violation;
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::TextRange;
 use rustc_hash::{FxHashMap, FxHashSet};
-use semantic::{ClassInfo, SemanticModel, Ty};
 
 /// A finding before positions are turned into lines and columns.
 #[derive(Debug)]
@@ -40,7 +39,7 @@ pub struct Checker<'a> {
     only: Option<&'a FxHashSet<String>>,
     pub settings: &'a Settings,
     /// The rules that may report in this file.
-    rules: crate::registry::RuleSet,
+    rules: RuleSet,
     pub model: SemanticModel<'a>,
     diagnostics: Vec<RawDiagnostic>,
     /// Non-zero while inside code that cannot run during capture.
@@ -50,24 +49,8 @@ pub struct Checker<'a> {
     /// Class bodies being visited, innermost last.
     classes: Vec<&'a str>,
     deferred: Vec<Deferred<'a>>,
-    source: &'a str,
-    /// What the project-wide analysis needs from this module.
-    summary: ModuleSummary,
-    /// Summaries of the functions being visited, innermost last.
-    building: Vec<FunctionSummary>,
-    return_types: Vec<Option<Ty>>,
-    /// Locals bound to instances of known classes, per function.
-    instances: Vec<FxHashMap<&'a str, Vec<Ref>>>,
-    /// Nested `def`s visible by name, per function.
-    local_defs: Vec<FxHashMap<&'a str, String>>,
-    /// Top-level functions and classes of the module.
-    module_defs: FxHashSet<&'a str>,
-    /// The class and `self` name of the method being visited.
-    method_self: Option<(&'a str, &'a str)>,
-    /// Non-zero inside `with torch.cuda.graph(...)`.
-    capture_depth: u32,
-    /// Line starts, for the line numbers of summaries.
-    lines: ruff_source_file::LineIndex,
+    /// What the project-wide analysis needs from this module, fed at the same visit points.
+    summary: SummaryBuilder<'a>,
     /// Per-function state of the rules that judge a whole function.
     pub(crate) rule_state: rules::FunctionState<'a>,
 }
@@ -83,29 +66,17 @@ pub struct Analysis {
 impl<'a> Checker<'a> {
     pub fn new(
         settings: &'a Settings,
-        rules: crate::registry::RuleSet,
+        rules: RuleSet,
         source: &'a str,
         module: Option<&str>,
         is_package: bool,
-        returns: semantic::KnownReturns<'a>,
+        returns: KnownReturns<'a>,
     ) -> Self {
         Checker {
             settings,
             rules,
             model: SemanticModel::new(module, is_package, returns),
-            source,
-            summary: ModuleSummary {
-                module: module.map(str::to_string),
-                ..ModuleSummary::default()
-            },
-            building: Vec::new(),
-            return_types: Vec::new(),
-            instances: Vec::new(),
-            local_defs: Vec::new(),
-            module_defs: FxHashSet::default(),
-            method_self: None,
-            capture_depth: 0,
-            lines: ruff_source_file::LineIndex::from_source_text(source),
+            summary: SummaryBuilder::new(source, module),
             diagnostics: Vec::new(),
             safe_depth: 0,
             function: None,
@@ -156,17 +127,7 @@ impl<'a> Checker<'a> {
 
     /// Walks a module and returns what the rules found.
     pub fn run(mut self, module: &'a ast::ModModule) -> Analysis {
-        for stmt in &module.body {
-            match stmt {
-                Stmt::FunctionDef(function) => {
-                    self.module_defs.insert(function.name.id.as_str());
-                }
-                Stmt::ClassDef(class) => {
-                    self.module_defs.insert(class.name.id.as_str());
-                }
-                _ => {}
-            }
-        }
+        self.summary.module_definitions(&module.body);
         self.visit_body(&module.body);
         // Callees before callers, so that a call of this module's tensor-returning function
         // already knows what it returns; summaries go back to source order afterwards.
@@ -178,22 +139,11 @@ impl<'a> Checker<'a> {
                 self.visit_function_body(deferred);
             }
         }
-        self.summary.functions.sort_by_key(|function| function.line);
-        // The names `from ... import` bound are the model's final ones: record them once, where
-        // the last such statement stands, so that later `import a as b` still override them.
-        let last_from = module
-            .body
-            .iter()
-            .rposition(|stmt| matches!(stmt, Stmt::ImportFrom(_)));
-        for (i, stmt) in module.body.iter().enumerate() {
-            if matches!(stmt, Stmt::Import(_)) || Some(i) == last_from {
-                collect_imports(stmt, &mut self.summary.imports, &self.model);
-            }
-        }
+        let (summary, lines) = self.summary.finish(module, &self.model);
         Analysis {
             diagnostics: self.diagnostics,
-            lines: self.lines,
-            summary: self.summary,
+            lines,
+            summary,
         }
     }
 
@@ -208,12 +158,13 @@ impl<'a> Checker<'a> {
                 .flatten()
                 .map(|p| p.parameter.name.id.as_str())
         });
-        self.enter_function_summary(function, &deferred.qualname);
-        let saved_method = self.method_self;
-        if let (Some(class), Some(self_name)) = (deferred.class, self_name) {
-            self.method_self = Some((class, self_name));
-        }
-        self.local_defs.push(FxHashMap::default());
+        self.summary.enter_function(
+            &self.model,
+            function,
+            &deferred.qualname,
+            deferred.class,
+            self_name,
+        );
         let saved_function = self.function.replace(deferred.qualname);
         let saved_safe = self.safe_depth;
         if deferred.safe {
@@ -231,9 +182,7 @@ impl<'a> Checker<'a> {
         self.model.exit_function();
         self.safe_depth = saved_safe;
         self.function = saved_function;
-        self.local_defs.pop();
-        self.method_self = saved_method;
-        self.exit_function_summary();
+        self.summary.exit_function(&mut self.model);
     }
 
     fn qualify(&self, name: &str) -> String {
@@ -242,60 +191,6 @@ impl<'a> Checker<'a> {
             (None, Some(_)) => format!("{}.{name}", self.classes.join(".")),
             (None, None) => name.to_string(),
         }
-    }
-
-    /// Scans a class's methods for `self.x = ...` and `register_buffer` to type its attributes.
-    fn collect_class(&mut self, class: &'a ast::StmtClassDef) -> ClassInfo<'a> {
-        let mut info = ClassInfo {
-            bases: class
-                .arguments
-                .as_ref()
-                .map(|arguments| arguments.args.iter().collect())
-                .unwrap_or_default(),
-            ..ClassInfo::default()
-        };
-        let merge = |attributes: &mut rustc_hash::FxHashMap<&'a str, Ty>, name, ty| {
-            attributes
-                .entry(name)
-                .and_modify(|existing: &mut Ty| {
-                    if *existing != ty {
-                        *existing = Ty::Unknown;
-                    }
-                })
-                .or_insert(ty);
-        };
-        for stmt in &class.body {
-            match stmt {
-                Stmt::AnnAssign(assign) => {
-                    if let Expr::Name(name) = &*assign.target {
-                        let ty = self.model.annotation_ty(&assign.annotation);
-                        merge(&mut info.attributes, name.id.as_str(), ty);
-                    }
-                }
-                Stmt::FunctionDef(method) => {
-                    let Some(self_param) = method.parameters.iter_non_variadic_params().next()
-                    else {
-                        continue;
-                    };
-                    let self_name = self_param.parameter.name.id.as_str();
-                    self.model.push_scope(false);
-                    self.model.bind_parameters(&method.parameters);
-                    self.model.bind(self_name, Ty::Unknown);
-                    let mut assignments = Vec::new();
-                    collect_self_assignments(&method.body, self_name, &mut assignments);
-                    for (name, value) in assignments {
-                        let ty = match value {
-                            Some(value) => self.model.ty(value),
-                            None => Ty::Tensor,
-                        };
-                        merge(&mut info.attributes, name, ty);
-                    }
-                    self.model.pop_scope();
-                }
-                _ => {}
-            }
-        }
-        info
     }
 
     /// Visits a block; after `if <test>: return`, the rest of the block runs only when `test`
@@ -353,66 +248,6 @@ impl<'a> Checker<'a> {
     }
 }
 
-/// `self.<name> = value` (value `None` for `register_buffer`, which always holds a tensor).
-fn collect_self_assignments<'a>(
-    body: &'a [Stmt],
-    self_name: &str,
-    out: &mut Vec<(&'a str, Option<&'a Expr>)>,
-) {
-    let is_self = |expr: &Expr| matches!(expr, Expr::Name(n) if n.id.as_str() == self_name);
-    for stmt in body {
-        match stmt {
-            Stmt::Assign(assign) => {
-                for target in &assign.targets {
-                    if let Expr::Attribute(attribute) = target {
-                        if is_self(&attribute.value) {
-                            out.push((attribute.attr.id.as_str(), Some(&*assign.value)));
-                        }
-                    }
-                }
-            }
-            Stmt::AnnAssign(ast::StmtAnnAssign {
-                target,
-                value: Some(value),
-                ..
-            }) => {
-                if let Expr::Attribute(attribute) = &**target {
-                    if is_self(&attribute.value) {
-                        out.push((attribute.attr.id.as_str(), Some(&**value)));
-                    }
-                }
-            }
-            Stmt::Expr(ast::StmtExpr { value, .. }) => {
-                if let Expr::Call(call) = &**value {
-                    if let Expr::Attribute(method) = &*call.func {
-                        if method.attr.id.as_str() == "register_buffer" && is_self(&method.value) {
-                            if let Some(Expr::StringLiteral(name)) = call.arguments.args.first() {
-                                if !name.value.is_implicit_concatenated() {
-                                    let name = name.value.to_str();
-                                    out.push((name, None));
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            Stmt::If(if_stmt) => {
-                collect_self_assignments(&if_stmt.body, self_name, out);
-                for clause in &if_stmt.elif_else_clauses {
-                    collect_self_assignments(&clause.body, self_name, out);
-                }
-            }
-            Stmt::For(for_stmt) => collect_self_assignments(&for_stmt.body, self_name, out),
-            Stmt::With(with) => collect_self_assignments(&with.body, self_name, out),
-            Stmt::Try(try_stmt) => {
-                collect_self_assignments(&try_stmt.body, self_name, out);
-                collect_self_assignments(&try_stmt.orelse, self_name, out);
-            }
-            _ => {}
-        }
-    }
-}
-
 fn body_always_exits(body: &[Stmt]) -> bool {
     matches!(
         body.last(),
@@ -435,10 +270,8 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 }
                 let name = function.name.id.as_str();
                 self.model.bind(name, Ty::Host);
-                let qualname = self.qualify(name);
-                if let Some(scope) = self.local_defs.last_mut() {
-                    scope.insert(name, qualname);
-                }
+                self.summary
+                    .local_definition_bound(name, self.qualify(name));
                 let deferred = Deferred {
                     function,
                     class: self
@@ -463,8 +296,8 @@ impl<'a> Visitor<'a> for Checker<'a> {
                     self.visit_arguments(arguments);
                 }
                 let name = class.name.id.as_str();
-                self.summarize_class(class);
-                let info = self.collect_class(class);
+                self.summary.class(&self.model, class, self.qualify(name));
+                let info = self.model.class_info(class);
                 self.model.define_class(name, info);
                 self.model.bind(name, Ty::Host);
                 self.classes.push(name);
@@ -492,14 +325,14 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 for target in &assign.targets {
                     self.visit_expr(target);
                     self.model.bind_assignment(target, &assign.value);
-                    self.bind_instance(target, &assign.value);
+                    self.summary.assignment(&self.model, target, &assign.value);
                 }
             }
             Stmt::Return(ret) => {
                 if let Some(value) = &ret.value {
                     self.visit_expr(value);
                 }
-                self.record_return(ret.value.as_deref());
+                self.summary.returned(&self.model, ret.value.as_deref());
             }
             Stmt::AnnAssign(assign) => {
                 if let Some(value) = &assign.value {
@@ -531,7 +364,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
                     _ => Ty::Unknown,
                 };
                 self.model.bind_target(&for_stmt.target, element);
-                self.bind_loop_instances(&for_stmt.target, &for_stmt.iter);
+                self.summary.loop_target(&for_stmt.target, &for_stmt.iter);
                 self.visit_expr(&for_stmt.target);
                 self.visit_block(&for_stmt.body);
                 self.visit_block(&for_stmt.orelse);
@@ -547,17 +380,19 @@ impl<'a> Visitor<'a> for Checker<'a> {
                         self.model.bind_target(vars, ty);
                     }
                 }
-                let capture = with.items.iter().any(|item| self.is_capture_context(item));
-                let eager = with.items.iter().any(Self::is_eager_context);
+                let capture = with
+                    .items
+                    .iter()
+                    .any(|item| SummaryBuilder::is_capture_context(&self.model, item));
+                let eager = with.items.iter().any(guards::opens_eager_block);
                 if capture {
-                    self.capture_depth += 1;
-                    self.record_capture_block(&with.body);
+                    self.summary.enter_capture(&with.body);
                 }
                 self.safe_depth += u32::from(eager);
                 self.visit_block(&with.body);
                 self.safe_depth -= u32::from(eager);
                 if capture {
-                    self.capture_depth -= 1;
+                    self.summary.exit_capture();
                 }
             }
             _ => visitor::walk_stmt(self, stmt),
@@ -616,7 +451,8 @@ impl<'a> Visitor<'a> for Checker<'a> {
             _ => {}
         }
         if let Expr::Call(call) = expr {
-            self.record_call(call);
+            let in_captured_code = self.in_captured_code();
+            self.summary.call(&self.model, call, in_captured_code);
         }
         visitor::walk_expr(self, expr);
         rules::expression(self, expr);
@@ -633,35 +469,6 @@ impl<'a> Visitor<'a> for Checker<'a> {
             self.visit_expr(condition);
             rules::sync::truth_test(self, condition);
         }
-    }
-}
-
-/// The last name of a callee or decorator: `no_graph` in `@x.no_graph` and `@no_graph()`.
-pub(crate) fn last_segment(expr: &Expr) -> Option<&str> {
-    match expr {
-        Expr::Name(name) => Some(name.id.as_str()),
-        Expr::Attribute(attribute) => Some(attribute.attr.id.as_str()),
-        Expr::Call(call) => last_segment(&call.func),
-        _ => None,
-    }
-}
-
-/// Module-level imports as bound name → qualified name, for re-exports through `__init__.py`.
-fn collect_imports(stmt: &Stmt, imports: &mut FxHashMap<String, String>, model: &SemanticModel) {
-    match stmt {
-        Stmt::Import(import) => {
-            for alias in &import.names {
-                if let Some(asname) = &alias.asname {
-                    imports.insert(asname.id.to_string(), alias.name.id.to_string());
-                }
-            }
-        }
-        Stmt::ImportFrom(_) => {
-            for (name, qualified) in model.module_imports() {
-                imports.insert(name.to_string(), qualified.to_string());
-            }
-        }
-        _ => {}
     }
 }
 

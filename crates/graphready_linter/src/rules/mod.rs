@@ -279,7 +279,7 @@ pub fn moves_to_device(checker: &Checker, call: &ast::ExprCall) -> bool {
                 .args
                 .first()
                 .is_some_and(|arg| is_device_target(checker, arg))
-                || crate::checker::semantic::keyword(call, "device")
+                || crate::semantic::keyword(call, "device")
                     .is_some_and(|device| is_device_target(checker, device))
         }
         _ => false,
@@ -288,7 +288,7 @@ pub fn moves_to_device(checker: &Checker, call: &ast::ExprCall) -> bool {
 
 /// Whether a call passes `non_blocking=True`.
 pub fn non_blocking(call: &ast::ExprCall) -> bool {
-    crate::checker::semantic::keyword(call, "non_blocking")
+    crate::semantic::keyword(call, "non_blocking")
         .is_some_and(|value| matches!(value, Expr::BooleanLiteral(b) if b.value))
 }
 
@@ -314,13 +314,11 @@ pub fn builtin_call<'e>(
 }
 
 /// Whether an expression's name says it lives on the host (see
-/// [`crate::checker::semantic::host_named`]).
+/// [`crate::semantic::host_named`]).
 pub fn host_named(expr: &Expr) -> bool {
     match expr {
-        Expr::Name(name) => crate::checker::semantic::host_named(name.id.as_str()),
-        Expr::Attribute(attribute) => {
-            crate::checker::semantic::host_named(attribute.attr.id.as_str())
-        }
+        Expr::Name(name) => crate::semantic::host_named(name.id.as_str()),
+        Expr::Attribute(attribute) => crate::semantic::host_named(attribute.attr.id.as_str()),
         Expr::Subscript(subscript) => host_named(&subscript.value),
         _ => false,
     }
@@ -331,8 +329,8 @@ pub fn host_named(expr: &Expr) -> bool {
 /// receiver is almost always a tensor.
 pub fn maybe_device_tensor(checker: &Checker, expr: &Expr) -> bool {
     match checker.ty(expr) {
-        crate::checker::semantic::Ty::Tensor => true,
-        crate::checker::semantic::Ty::Unknown => {
+        crate::semantic::Ty::Tensor => true,
+        crate::semantic::Ty::Unknown => {
             !host_named(expr) && checker.model.qualified_name(expr).is_none()
         }
         _ => false,
@@ -344,11 +342,11 @@ pub fn argument<'e>(call: &'e ast::ExprCall, position: usize, name: &str) -> Opt
     call.arguments
         .args
         .get(position)
-        .or_else(|| crate::checker::semantic::keyword(call, name))
+        .or_else(|| crate::semantic::keyword(call, name))
 }
 
 /// Whether an expression is known to be a tensor that may live on the device, and is not named
 /// like a host mirror (`grid_thw_cpu: torch.Tensor` is still a host tensor).
 pub fn device_tensor(checker: &Checker, expr: &Expr) -> bool {
-    checker.ty(expr) == crate::checker::semantic::Ty::Tensor && !host_named(expr)
+    checker.ty(expr) == crate::semantic::Ty::Tensor && !host_named(expr)
 }

@@ -1,8 +1,8 @@
-use crate::checker::semantic::{is_cpu_device, keyword};
 use crate::checker::Checker;
 use crate::declare_violation;
 use crate::registry::Rule;
 use crate::rules::{method_call, moves_to_device};
+use crate::semantic::{is_cpu_device, keyword};
 use crate::violation::Violation;
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;

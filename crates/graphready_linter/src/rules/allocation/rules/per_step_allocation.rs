@@ -1,9 +1,9 @@
 use super::super::{LIKE_FACTORIES, NEW_METHODS, SIZED_FACTORIES};
-use crate::checker::semantic::{is_cpu_device, keyword, Ty};
 use crate::checker::Checker;
 use crate::declare_violation;
 use crate::registry::Rule;
 use crate::rules::{argument, is_device_target, maybe_device_tensor, method_call};
+use crate::semantic::{is_cpu_device, keyword, Ty};
 use crate::violation::Violation;
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;

@@ -1,8 +1,8 @@
-use crate::checker::semantic::keyword;
 use crate::checker::Checker;
 use crate::declare_violation;
 use crate::registry::Rule;
 use crate::rules::method_call;
+use crate::semantic::keyword;
 use crate::violation::Violation;
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;

@@ -1,9 +1,9 @@
-use crate::checker::semantic::keyword;
 use crate::checker::Checker;
 use crate::declare_violation;
 use crate::registry::Rule;
 use crate::rules::method_call;
 use crate::rules::op_tags::{lookup, NONDETERMINISTIC_SEEDED};
+use crate::semantic::keyword;
 use crate::violation::Violation;
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;

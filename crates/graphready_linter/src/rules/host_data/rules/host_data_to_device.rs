@@ -1,9 +1,9 @@
-use crate::checker::semantic::{keyword, Ty};
 use crate::checker::Checker;
 use crate::declare_violation;
 use crate::registry::Rule;
 use crate::rules::{argument, is_device_target, method_call, moves_to_device, non_blocking};
-use crate::tensor_api::is_host_factory;
+use crate::semantic::tensor_api::is_host_factory;
+use crate::semantic::{keyword, Ty};
 use crate::violation::Violation;
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;

@@ -1,8 +1,8 @@
-use crate::checker::semantic::Ty;
 use crate::checker::Checker;
 use crate::declare_violation;
 use crate::registry::Rule;
 use crate::rules::{argument, builtin_call, maybe_device_tensor, method_call};
+use crate::semantic::Ty;
 use crate::violation::Violation;
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::{Ranged, TextRange};
@@ -179,7 +179,7 @@ pub fn subscript_store(checker: &mut Checker, target: &Expr, value: &Expr) {
 /// `buf.fill_(value)` and `torch.full(shape, value, ...)`.
 pub fn fill_call(checker: &mut Checker, call: &ast::ExprCall) {
     let (form, value) = if crate::rules::callee(checker, call).as_deref() == Some("torch.full") {
-        let on_device = crate::checker::semantic::keyword(call, "device")
+        let on_device = crate::semantic::keyword(call, "device")
             .is_some_and(|device| crate::rules::is_device_target(checker, device));
         if !on_device {
             return;

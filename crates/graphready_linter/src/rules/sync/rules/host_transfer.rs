@@ -1,8 +1,8 @@
-use crate::checker::semantic::{is_cpu_move, Ty};
 use crate::checker::Checker;
 use crate::declare_violation;
 use crate::registry::Rule;
 use crate::rules::{host_named, method_call};
+use crate::semantic::{is_cpu_move, Ty};
 use crate::violation::Violation;
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;

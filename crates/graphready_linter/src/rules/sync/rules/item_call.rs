@@ -1,8 +1,8 @@
-use crate::checker::semantic::Ty;
 use crate::checker::Checker;
 use crate::declare_violation;
 use crate::registry::Rule;
 use crate::rules::method_call;
+use crate::semantic::Ty;
 use crate::violation::Violation;
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;

@@ -2,7 +2,9 @@
 //! each function makes, and the capture-relevant facts found in it (capture sites, markers,
 //! compiled and graphed callables, graph replays).
 
-use crate::checker::semantic::Ty;
+pub(crate) mod builder;
+
+use crate::semantic::Ty;
 use rustc_hash::FxHashMap;
 
 /// A reference to a class or function as written at the use site.

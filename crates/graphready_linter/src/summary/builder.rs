@@ -1,14 +1,19 @@
 //! Gathers the module summary while the checker walks: functions and the calls they make,
 //! classes and the instances their attributes hold, capture sites, markers and entry callables.
+//! The checker feeds it at the same visit points where it runs the rules, with the semantic
+//! model as it stands there.
 
-use super::last_segment;
-use super::semantic::{keyword, Ty};
-use super::Checker;
-use crate::summary::{
-    CallSite, CallTarget, CallableEntry, ClassSummary, EntryReason, FunctionSummary, Marker, Ref,
+use super::{
+    CallSite, CallTarget, CallableEntry, EntryReason, FunctionSummary, Marker, ModuleSummary, Ref,
 };
+use crate::semantic::{keyword, SemanticModel, Ty};
+use crate::util::last_segment;
 use ruff_python_ast::{self as ast, Expr, Stmt};
+use ruff_source_file::LineIndex;
 use ruff_text_size::Ranged;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+mod classes;
 
 /// Decorators that mark an eager break (breakable-graph runtimes, compiler opt-outs).
 const EAGER_DECORATORS: &[&str] = &["no_graph", "disable"];
@@ -48,8 +53,94 @@ fn is_external(qualified: &str) -> bool {
     EXTERNAL_ROOTS.contains(&root)
 }
 
-impl<'a> Checker<'a> {
-    pub(super) fn line_of(&self, offset: ruff_text_size::TextSize) -> u32 {
+/// The summary of one module, built during the checker's walk.
+pub(crate) struct SummaryBuilder<'a> {
+    source: &'a str,
+    /// Line starts, for the line numbers of summaries (and, afterwards, of diagnostics).
+    lines: LineIndex,
+    summary: ModuleSummary,
+    /// Summaries of the functions being visited, innermost last.
+    building: Vec<FunctionSummary>,
+    return_types: Vec<Option<Ty>>,
+    /// Locals bound to instances of known classes, per function.
+    instances: Vec<FxHashMap<&'a str, Vec<Ref>>>,
+    /// Nested `def`s visible by name, per function.
+    local_defs: Vec<FxHashMap<&'a str, String>>,
+    /// Top-level functions and classes of the module.
+    module_defs: FxHashSet<&'a str>,
+    /// The class and `self` name of the method being visited, and those of the methods around
+    /// it.
+    method_self: Option<(&'a str, &'a str)>,
+    saved_method_self: Vec<Option<(&'a str, &'a str)>>,
+    /// Non-zero inside `with torch.cuda.graph(...)`.
+    capture_depth: u32,
+}
+
+impl<'a> SummaryBuilder<'a> {
+    pub(crate) fn new(source: &'a str, module: Option<&str>) -> Self {
+        SummaryBuilder {
+            source,
+            lines: LineIndex::from_source_text(source),
+            summary: ModuleSummary {
+                module: module.map(str::to_string),
+                ..ModuleSummary::default()
+            },
+            building: Vec::new(),
+            return_types: Vec::new(),
+            instances: Vec::new(),
+            local_defs: Vec::new(),
+            module_defs: FxHashSet::default(),
+            method_self: None,
+            saved_method_self: Vec::new(),
+            capture_depth: 0,
+        }
+    }
+
+    /// The module's top-level functions and classes, before anything is visited.
+    pub(crate) fn module_definitions(&mut self, body: &'a [Stmt]) {
+        for stmt in body {
+            match stmt {
+                Stmt::FunctionDef(function) => {
+                    self.module_defs.insert(function.name.id.as_str());
+                }
+                Stmt::ClassDef(class) => {
+                    self.module_defs.insert(class.name.id.as_str());
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The finished summary (functions in source order, module imports recorded once) and the
+    /// line index.
+    pub(crate) fn finish(
+        mut self,
+        module: &'a ast::ModModule,
+        model: &SemanticModel,
+    ) -> (ModuleSummary, LineIndex) {
+        self.summary.functions.sort_by_key(|function| function.line);
+        // The names `from ... import` bound are the model's final ones: record them once, where
+        // the last such statement stands, so that later `import a as b` still override them.
+        let last_from = module
+            .body
+            .iter()
+            .rposition(|stmt| matches!(stmt, Stmt::ImportFrom(_)));
+        for (i, stmt) in module.body.iter().enumerate() {
+            if matches!(stmt, Stmt::Import(_)) || Some(i) == last_from {
+                collect_imports(stmt, &mut self.summary.imports, model);
+            }
+        }
+        (self.summary, self.lines)
+    }
+
+    /// A nested `def`, visible by name in the function being visited.
+    pub(crate) fn local_definition_bound(&mut self, name: &'a str, qualname: String) {
+        if let Some(scope) = self.local_defs.last_mut() {
+            scope.insert(name, qualname);
+        }
+    }
+
+    fn line_of(&self, offset: ruff_text_size::TextSize) -> u32 {
         u32::try_from(self.lines.line_index(offset).get()).unwrap_or(u32::MAX)
     }
 
@@ -75,30 +166,34 @@ impl<'a> Checker<'a> {
     }
 
     /// Whether a `torch.compile(...)` call (or decorator) captures CUDA graphs.
-    fn compiles_with_graphs(&self, call: &ast::ExprCall) -> bool {
-        self.model.is(&call.func, "torch.compile")
+    fn compiles_with_graphs(model: &SemanticModel, call: &ast::ExprCall) -> bool {
+        model.is(&call.func, "torch.compile")
             && keyword(call, "mode").is_some_and(|mode| {
                 matches!(mode, Expr::StringLiteral(s) if GRAPH_MODES.contains(&s.value.to_str()))
             })
     }
 
-    pub(super) fn enter_function_summary(
+    /// A function's body is about to be visited (`class` and `self_name` for a method).
+    pub(crate) fn enter_function(
         &mut self,
+        model: &SemanticModel,
         function: &ast::StmtFunctionDef,
         qualname: &str,
+        class: Option<&'a str>,
+        self_name: Option<&'a str>,
     ) {
         let mut markers: Vec<Marker> = self.def_line_marker(function).into_iter().collect();
         for decorator in &function.decorator_list {
             let expr = &decorator.expression;
             if let Expr::Call(call) = expr {
-                if self.compiles_with_graphs(call) {
+                if Self::compiles_with_graphs(model, call) {
                     markers.push(Marker::Compiled);
                 }
             }
             if last_segment(expr).is_some_and(|name| EAGER_DECORATORS.contains(&name))
-                && !self.model.is(expr, "torch.compile")
+                && !model.is(expr, "torch.compile")
             {
-                let qualified = self.model.qualified_name(match expr {
+                let qualified = model.qualified_name(match expr {
                     Expr::Call(call) => &call.func,
                     other => other,
                 });
@@ -114,12 +209,9 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        let class = (self.function.is_none())
-            .then(|| self.classes.last().map(|c| (*c).to_string()))
-            .flatten();
         self.building.push(FunctionSummary {
             qualname: qualname.to_string(),
-            class,
+            class: class.map(str::to_string),
             line: self.line_of(function.name.range().start()),
             markers,
             calls: Vec::new(),
@@ -129,21 +221,30 @@ impl<'a> Checker<'a> {
             returns: Ty::Unknown,
         });
         self.return_types.push(None);
-        self.instances.push(rustc_hash::FxHashMap::default());
+        self.instances.push(FxHashMap::default());
+        self.local_defs.push(FxHashMap::default());
+        self.saved_method_self.push(self.method_self);
+        if let (Some(class), Some(self_name)) = (class, self_name) {
+            self.method_self = Some((class, self_name));
+        }
     }
 
-    pub(super) fn exit_function_summary(&mut self) {
+    /// A function's body was visited: its summary is complete.
+    pub(crate) fn exit_function(&mut self, model: &mut SemanticModel) {
+        self.method_self = self.saved_method_self.pop().flatten();
+        self.local_defs.pop();
         self.instances.pop();
         let returns = self.return_types.pop().flatten().unwrap_or(Ty::Host);
         if let Some(mut summary) = self.building.pop() {
             summary.returns = returns;
-            self.model.learn_return(&summary.qualname, returns);
+            model.learn_return(&summary.qualname, returns);
             self.summary.functions.push(summary);
         }
     }
 
-    pub(super) fn record_return(&mut self, value: Option<&Expr>) {
-        let ty = value.map_or(Ty::Host, |value| self.model.ty(value));
+    /// `return value`: what the function returns.
+    pub(crate) fn returned(&mut self, model: &SemanticModel, value: Option<&Expr>) {
+        let ty = value.map_or(Ty::Host, |value| model.ty(value));
         if let Some(slot) = self.return_types.last_mut() {
             *slot = Some(match *slot {
                 None => ty,
@@ -154,13 +255,13 @@ impl<'a> Checker<'a> {
     }
 
     /// A reference to a class or function named by an expression.
-    pub(super) fn reference(&self, expr: &Expr) -> Option<Ref> {
-        if let Some(qualified) = self.model.qualified_name(expr) {
+    fn reference(&self, model: &SemanticModel, expr: &Expr) -> Option<Ref> {
+        if let Some(qualified) = model.qualified_name(expr) {
             return Some(Ref::Qualified(qualified.to_string()));
         }
         match expr {
             Expr::Name(name) => self.local_definition(name.id.as_str()).map(Ref::Local),
-            Expr::Attribute(attribute) => match self.reference(&attribute.value)? {
+            Expr::Attribute(attribute) => match self.reference(model, &attribute.value)? {
                 Ref::Local(base) => Some(Ref::Local(format!("{base}.{}", attribute.attr.id))),
                 Ref::Qualified(_) => None,
             },
@@ -213,7 +314,7 @@ impl<'a> Checker<'a> {
     }
 
     /// What a call expression may invoke, as far as this module can tell.
-    pub(super) fn call_targets(&self, func: &Expr) -> Vec<CallTarget> {
+    fn call_targets(&self, model: &SemanticModel, func: &Expr) -> Vec<CallTarget> {
         let instances = self.instances_of(func);
         if !instances.is_empty() {
             return instances
@@ -224,7 +325,7 @@ impl<'a> Checker<'a> {
                 })
                 .collect();
         }
-        if let Some(reference) = self.reference(func) {
+        if let Some(reference) = self.reference(model, func) {
             return vec![CallTarget::Function(reference)];
         }
         let Expr::Attribute(attribute) = func else {
@@ -270,8 +371,13 @@ impl<'a> Checker<'a> {
     }
 
     /// Records a call made by the current function.
-    pub(super) fn record_call(&mut self, call: &ast::ExprCall) {
-        self.record_module_level_entries(call);
+    pub(crate) fn call(
+        &mut self,
+        model: &SemanticModel,
+        call: &ast::ExprCall,
+        in_captured_code: bool,
+    ) {
+        self.record_module_level_entries(model, call);
         if self.building.is_empty() {
             return;
         }
@@ -282,17 +388,17 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        if !self.in_captured_code() {
+        if !in_captured_code {
             return;
         }
         // Calls into PyTorch and the standard library never lead back into the project.
-        if let Some(qualified) = self.model.qualified_name(&call.func) {
+        if let Some(qualified) = model.qualified_name(&call.func) {
             if is_external(&qualified) {
                 return;
             }
             self.summary.imported_callees.insert(qualified.to_string());
         }
-        let targets = self.call_targets(&call.func);
+        let targets = self.call_targets(model, &call.func);
         let line = self.line_of(call.range().start());
         let capturing = self.capture_depth > 0;
         if let Some(function) = self.building.last_mut() {
@@ -309,19 +415,15 @@ impl<'a> Checker<'a> {
 
     /// `torch.cuda.make_graphed_callables(f, ...)`, `torch.compile(f, mode=...)` and
     /// `graphready.ProbeTarget(step=f, ...)` (the probe captures its step).
-    fn record_module_level_entries(&mut self, call: &ast::ExprCall) {
-        let (reason, first) = if self
-            .model
-            .is(&call.func, "torch.cuda.make_graphed_callables")
-            || self
-                .model
-                .is(&call.func, "torch.cuda.graphs.make_graphed_callables")
+    fn record_module_level_entries(&mut self, model: &SemanticModel, call: &ast::ExprCall) {
+        let (reason, first) = if model.is(&call.func, "torch.cuda.make_graphed_callables")
+            || model.is(&call.func, "torch.cuda.graphs.make_graphed_callables")
         {
             (EntryReason::GraphedCallable, call.arguments.args.first())
-        } else if self.compiles_with_graphs(call) {
+        } else if Self::compiles_with_graphs(model, call) {
             (EntryReason::Compiled, call.arguments.args.first())
-        } else if self.model.is(&call.func, "graphready.ProbeTarget")
-            || self.model.is(&call.func, "graphready.target.ProbeTarget")
+        } else if model.is(&call.func, "graphready.ProbeTarget")
+            || model.is(&call.func, "graphready.target.ProbeTarget")
         {
             (
                 EntryReason::ProbeStep,
@@ -340,7 +442,7 @@ impl<'a> Checker<'a> {
         };
         let line = self.line_of(call.range().start());
         for callable in callables {
-            for target in self.call_targets(callable) {
+            for target in self.call_targets(model, callable) {
                 self.summary.callable_entries.push(CallableEntry {
                     target,
                     line,
@@ -351,11 +453,11 @@ impl<'a> Checker<'a> {
     }
 
     /// Whether a `with` item opens a CUDA graph capture.
-    pub(super) fn is_capture_context(&self, item: &ast::WithItem) -> bool {
+    pub(crate) fn is_capture_context(model: &SemanticModel, item: &ast::WithItem) -> bool {
         let Expr::Call(call) = &item.context_expr else {
             return false;
         };
-        if let Some(qualified) = self.model.qualified_name(&call.func) {
+        if let Some(qualified) = model.qualified_name(&call.func) {
             return matches!(&*qualified, "torch.cuda.graph" | "torch.cuda.graphs.graph");
         }
         // `self.device_module.graph(g, pool=...)`: engines reach `torch.cuda` indirectly.
@@ -363,18 +465,17 @@ impl<'a> Checker<'a> {
             && !call.arguments.args.is_empty()
     }
 
-    /// Whether a `with` item opens an eager break (`with force_no_graph():`).
-    /// Whether a `with` item opens code that never runs captured: an eager break
-    /// (`with force_no_graph():`) or vLLM's marker for deliberate eager syncs
-    /// (`with gpu_sync_allowed():`).
-    pub(super) fn is_eager_context(item: &ast::WithItem) -> bool {
-        matches!(&item.context_expr, Expr::Call(call)
-        if last_segment(&call.func).is_some_and(|n| {
-            matches!(n, "force_no_graph" | "no_graph" | "gpu_sync_allowed")
-        }))
+    /// The body of a `with torch.cuda.graph(...)` is about to be visited.
+    pub(crate) fn enter_capture(&mut self, body: &[Stmt]) {
+        self.capture_depth += 1;
+        self.record_capture_block(body);
     }
 
-    pub(super) fn record_capture_block(&mut self, body: &[Stmt]) {
+    pub(crate) fn exit_capture(&mut self) {
+        self.capture_depth -= 1;
+    }
+
+    fn record_capture_block(&mut self, body: &[Stmt]) {
         let (Some(first), Some(last)) = (body.first(), body.last()) else {
             return;
         };
@@ -388,12 +489,12 @@ impl<'a> Checker<'a> {
     }
 
     /// `x = MLP(...)` binds `x` to an instance, for `x(...)` and `x.method(...)` later.
-    pub(super) fn bind_instance(&mut self, target: &'a Expr, value: &Expr) {
+    pub(crate) fn assignment(&mut self, model: &SemanticModel, target: &'a Expr, value: &Expr) {
         let Expr::Name(name) = target else {
             return;
         };
         let refs = match value {
-            Expr::Call(call) => self.reference(&call.func).into_iter().collect(),
+            Expr::Call(call) => self.reference(model, &call.func).into_iter().collect(),
             other => self.instances_of(other),
         };
         if let Some(scope) = self.instances.last_mut() {
@@ -406,7 +507,7 @@ impl<'a> Checker<'a> {
     }
 
     /// `for layer in self.layers:` binds `layer` to the members' classes.
-    pub(super) fn bind_loop_instances(&mut self, target: &'a Expr, iter: &Expr) {
+    pub(crate) fn loop_target(&mut self, target: &'a Expr, iter: &Expr) {
         let Expr::Name(name) = target else {
             return;
         };
@@ -417,145 +518,23 @@ impl<'a> Checker<'a> {
             }
         }
     }
-
-    /// The summary of a class: bases, the instances its attributes hold, its methods.
-    pub(super) fn summarize_class(&mut self, class: &'a ast::StmtClassDef) {
-        let bases: Vec<Ref> = class
-            .arguments
-            .as_ref()
-            .map(|arguments| {
-                arguments
-                    .args
-                    .iter()
-                    .filter_map(|b| self.reference(b))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let direct_module = bases.iter().any(|base| {
-            matches!(base, Ref::Qualified(q) if q == "torch.nn.Module" || q == "torch.nn.modules.module.Module")
-        });
-        let compiled = class.decorator_list.iter().any(|decorator| {
-            last_segment(&decorator.expression).is_some_and(|name| name == "support_torch_compile")
-        });
-        let mut summary = ClassSummary {
-            name: self.qualify(class.name.id.as_str()),
-            line: self.line_of(class.name.range().start()),
-            bases,
-            direct_module,
-            compiled,
-            ..ClassSummary::default()
-        };
-        for stmt in &class.body {
-            if let Stmt::FunctionDef(method) = stmt {
-                summary.methods.push(method.name.id.to_string());
-                let Some(self_param) = method.parameters.iter_non_variadic_params().next() else {
-                    continue;
-                };
-                let mut assignments = Vec::new();
-                collect_instance_assignments(
-                    &method.body,
-                    self_param.parameter.name.id.as_str(),
-                    &mut assignments,
-                );
-                for (attribute, value) in assignments {
-                    let refs = self.constructed(value);
-                    if !refs.is_empty() {
-                        summary
-                            .attributes
-                            .entry(attribute.to_string())
-                            .or_default()
-                            .extend(refs);
-                    }
-                }
-            }
-        }
-        self.summary.classes.push(summary);
-    }
-
-    /// Classes constructed by an expression: `MLP(...)`, `nn.ModuleList([Layer(...) ...])`,
-    /// `nn.Sequential(A(), B())`.
-    fn constructed(&self, value: &Expr) -> Vec<Ref> {
-        let Expr::Call(call) = value else {
-            return Vec::new();
-        };
-        let container = self.model.qualified_name(&call.func).is_some_and(|q| {
-            matches!(
-                &*q,
-                "torch.nn.ModuleList" | "torch.nn.Sequential" | "torch.nn.ModuleDict"
-            )
-        });
-        if !container {
-            return self.reference(&call.func).into_iter().collect();
-        }
-        let mut refs = Vec::new();
-        for argument in call.arguments.args.iter() {
-            match argument {
-                Expr::List(ast::ExprList { elts, .. })
-                | Expr::Tuple(ast::ExprTuple { elts, .. }) => {
-                    for element in elts {
-                        refs.extend(self.constructed(element));
-                    }
-                }
-                Expr::ListComp(comprehension) => refs.extend(self.constructed(&comprehension.elt)),
-                Expr::Generator(generator) => refs.extend(self.constructed(&generator.elt)),
-                Expr::Dict(dict) => {
-                    for item in &dict.items {
-                        refs.extend(self.constructed(&item.value));
-                    }
-                }
-                other => refs.extend(self.constructed(other)),
-            }
-        }
-        refs
-    }
 }
 
-/// `self.<attribute> = <value>` anywhere in a method body (not in nested functions).
-fn collect_instance_assignments<'a>(
-    body: &'a [Stmt],
-    self_name: &str,
-    out: &mut Vec<(&'a str, &'a Expr)>,
-) {
-    for stmt in body {
-        match stmt {
-            Stmt::Assign(assign) => {
-                for target in &assign.targets {
-                    if let Expr::Attribute(attribute) = target {
-                        if matches!(&*attribute.value, Expr::Name(n) if n.id.as_str() == self_name)
-                        {
-                            out.push((attribute.attr.id.as_str(), &assign.value));
-                        }
-                    }
+/// Module-level imports as bound name → qualified name, for re-exports through `__init__.py`.
+fn collect_imports(stmt: &Stmt, imports: &mut FxHashMap<String, String>, model: &SemanticModel) {
+    match stmt {
+        Stmt::Import(import) => {
+            for alias in &import.names {
+                if let Some(asname) = &alias.asname {
+                    imports.insert(asname.id.to_string(), alias.name.id.to_string());
                 }
             }
-            Stmt::AnnAssign(ast::StmtAnnAssign {
-                target,
-                value: Some(value),
-                ..
-            }) => {
-                if let Expr::Attribute(attribute) = &**target {
-                    if matches!(&*attribute.value, Expr::Name(n) if n.id.as_str() == self_name) {
-                        out.push((attribute.attr.id.as_str(), value));
-                    }
-                }
-            }
-            Stmt::If(if_stmt) => {
-                collect_instance_assignments(&if_stmt.body, self_name, out);
-                for clause in &if_stmt.elif_else_clauses {
-                    collect_instance_assignments(&clause.body, self_name, out);
-                }
-            }
-            Stmt::For(for_stmt) => collect_instance_assignments(&for_stmt.body, self_name, out),
-            Stmt::With(with) => collect_instance_assignments(&with.body, self_name, out),
-            Stmt::Try(try_stmt) => {
-                collect_instance_assignments(&try_stmt.body, self_name, out);
-                for handler in &try_stmt.handlers {
-                    let ast::ExceptHandler::ExceptHandler(handler) = handler;
-                    collect_instance_assignments(&handler.body, self_name, out);
-                }
-                collect_instance_assignments(&try_stmt.orelse, self_name, out);
-            }
-            _ => {}
         }
+        Stmt::ImportFrom(_) => {
+            for (name, qualified) in model.module_imports() {
+                imports.insert(name.to_string(), qualified.to_string());
+            }
+        }
+        _ => {}
     }
 }

@@ -1,0 +1,122 @@
+//! Classes: the types of their attributes, from annotations in the class body, `self.x = ...`
+//! in its methods, and `register_buffer`.
+
+use super::model::{ClassInfo, SemanticModel};
+use super::types::Ty;
+use ruff_python_ast::{self as ast, Expr, Stmt};
+
+impl<'a> SemanticModel<'a> {
+    /// Scans a class's methods for `self.x = ...` and `register_buffer` to type its attributes.
+    pub fn class_info(&mut self, class: &'a ast::StmtClassDef) -> ClassInfo<'a> {
+        let mut info = ClassInfo {
+            bases: class
+                .arguments
+                .as_ref()
+                .map(|arguments| arguments.args.iter().collect())
+                .unwrap_or_default(),
+            ..ClassInfo::default()
+        };
+        let merge = |attributes: &mut rustc_hash::FxHashMap<&'a str, Ty>, name, ty| {
+            attributes
+                .entry(name)
+                .and_modify(|existing: &mut Ty| {
+                    if *existing != ty {
+                        *existing = Ty::Unknown;
+                    }
+                })
+                .or_insert(ty);
+        };
+        for stmt in &class.body {
+            match stmt {
+                Stmt::AnnAssign(assign) => {
+                    if let Expr::Name(name) = &*assign.target {
+                        let ty = self.annotation_ty(&assign.annotation);
+                        merge(&mut info.attributes, name.id.as_str(), ty);
+                    }
+                }
+                Stmt::FunctionDef(method) => {
+                    let Some(self_param) = method.parameters.iter_non_variadic_params().next()
+                    else {
+                        continue;
+                    };
+                    let self_name = self_param.parameter.name.id.as_str();
+                    self.push_scope(false);
+                    self.bind_parameters(&method.parameters);
+                    self.bind(self_name, Ty::Unknown);
+                    let mut assignments = Vec::new();
+                    collect_self_assignments(&method.body, self_name, &mut assignments);
+                    for (name, value) in assignments {
+                        let ty = match value {
+                            Some(value) => self.ty(value),
+                            None => Ty::Tensor,
+                        };
+                        merge(&mut info.attributes, name, ty);
+                    }
+                    self.pop_scope();
+                }
+                _ => {}
+            }
+        }
+        info
+    }
+}
+
+/// `self.<name> = value` (value `None` for `register_buffer`, which always holds a tensor).
+fn collect_self_assignments<'a>(
+    body: &'a [Stmt],
+    self_name: &str,
+    out: &mut Vec<(&'a str, Option<&'a Expr>)>,
+) {
+    let is_self = |expr: &Expr| matches!(expr, Expr::Name(n) if n.id.as_str() == self_name);
+    for stmt in body {
+        match stmt {
+            Stmt::Assign(assign) => {
+                for target in &assign.targets {
+                    if let Expr::Attribute(attribute) = target {
+                        if is_self(&attribute.value) {
+                            out.push((attribute.attr.id.as_str(), Some(&*assign.value)));
+                        }
+                    }
+                }
+            }
+            Stmt::AnnAssign(ast::StmtAnnAssign {
+                target,
+                value: Some(value),
+                ..
+            }) => {
+                if let Expr::Attribute(attribute) = &**target {
+                    if is_self(&attribute.value) {
+                        out.push((attribute.attr.id.as_str(), Some(&**value)));
+                    }
+                }
+            }
+            Stmt::Expr(ast::StmtExpr { value, .. }) => {
+                if let Expr::Call(call) = &**value {
+                    if let Expr::Attribute(method) = &*call.func {
+                        if method.attr.id.as_str() == "register_buffer" && is_self(&method.value) {
+                            if let Some(Expr::StringLiteral(name)) = call.arguments.args.first() {
+                                if !name.value.is_implicit_concatenated() {
+                                    let name = name.value.to_str();
+                                    out.push((name, None));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            Stmt::If(if_stmt) => {
+                collect_self_assignments(&if_stmt.body, self_name, out);
+                for clause in &if_stmt.elif_else_clauses {
+                    collect_self_assignments(&clause.body, self_name, out);
+                }
+            }
+            Stmt::For(for_stmt) => collect_self_assignments(&for_stmt.body, self_name, out),
+            Stmt::With(with) => collect_self_assignments(&with.body, self_name, out),
+            Stmt::Try(try_stmt) => {
+                collect_self_assignments(&try_stmt.body, self_name, out);
+                collect_self_assignments(&try_stmt.orelse, self_name, out);
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! What the checker knows about the module it walks: the semantic model (scopes, bindings,
+//! imports resolved to qualified names, classes) and, on top of it, the type inference that
+//! tells device tensors, host tensors, NumPy arrays and host values apart.
+
+mod cache;
+mod classes;
+mod masks;
+mod model;
+mod syntax;
+pub(crate) mod tensor_api;
+mod types;
+
+pub use model::SemanticModel;
+pub use syntax::{host_named, is_cpu_device, is_cpu_move, keyword};
+pub use types::{KnownReturns, Ty};

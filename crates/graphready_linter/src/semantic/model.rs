@@ -1,0 +1,347 @@
+//! The semantic model of one module: scopes and bindings, imports resolved to qualified names,
+//! the classes defined here and the method being visited. What the bindings hold (types) is
+//! [`super::types`]' business.
+
+use super::cache::NodeCache;
+use super::types::{KnownReturns, Ty, TypeState};
+use ruff_python_ast::{self as ast, Expr, Stmt};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+#[derive(Debug, Clone)]
+pub(super) enum Binding {
+    /// An imported module or member, by qualified name.
+    Import(String),
+    Value(Ty),
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Scope<'a> {
+    pub(super) is_class: bool,
+    pub(super) bindings: FxHashMap<&'a str, Binding>,
+    /// Names bound here to a maybe-device boolean tensor (a mask), see
+    /// [`SemanticModel::is_bool_tensor`].
+    pub(super) bool_tensors: FxHashSet<&'a str>,
+    /// The parameters of the function this scope belongs to.
+    pub(super) parameters: FxHashSet<&'a str>,
+}
+
+/// What is known about a class defined in this module.
+#[derive(Debug, Default)]
+pub struct ClassInfo<'a> {
+    pub bases: Vec<&'a Expr>,
+    pub attributes: FxHashMap<&'a str, Ty>,
+}
+
+/// The semantic model, updated as the checker walks the module in source order.
+pub struct SemanticModel<'a> {
+    scopes: Vec<Scope<'a>>,
+    /// Emptied scopes, kept for reuse.
+    spare_scopes: Vec<Scope<'a>>,
+    /// Every name any import bound: a name outside this set never roots a qualified name, which
+    /// answers most `qualified_name` questions with one lookup.
+    import_names: FxHashSet<&'a str>,
+    /// Whether the module imports NumPy anywhere (array methods are then ambiguous).
+    pub(super) imports_numpy: bool,
+    /// Qualified names per expression node. A node is asked about many times at one program
+    /// point (once per rule), and an import is almost never shadowed between those questions.
+    qualified_cache: RefCell<NodeCache<Option<Rc<str>>>>,
+    /// Bumped whenever a binding changes; memoised answers of older generations are stale.
+    pub(super) generation: u32,
+    /// The dotted name of this module's package, for relative imports (`None`: unknown).
+    package: Option<String>,
+    pub(super) classes: FxHashMap<&'a str, ClassInfo<'a>>,
+    /// The class whose method is being visited, and that method's `self` parameter name.
+    method_context: Vec<(Option<&'a str>, Option<&'a str>)>,
+    /// What the type inference knows and remembers.
+    pub(super) types: TypeState<'a>,
+}
+
+impl<'a> SemanticModel<'a> {
+    pub fn new(module: Option<&str>, is_package: bool, returns: KnownReturns<'a>) -> Self {
+        let package = module.map(|module| {
+            if is_package {
+                module.to_string()
+            } else {
+                module
+                    .rsplit_once('.')
+                    .map_or("", |(parent, _)| parent)
+                    .to_string()
+            }
+        });
+        SemanticModel {
+            scopes: vec![Scope::default()],
+            spare_scopes: Vec::new(),
+            import_names: FxHashSet::default(),
+            imports_numpy: false,
+            qualified_cache: RefCell::new(NodeCache::new()),
+            generation: 0,
+            package,
+            classes: FxHashMap::default(),
+            method_context: Vec::new(),
+            types: TypeState::new(returns),
+        }
+    }
+
+    /// Forgets memoised answers: a binding changed.
+    pub(super) fn invalidate(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+    }
+
+    pub fn push_scope(&mut self, is_class: bool) {
+        self.invalidate();
+        // A scope left earlier lends its tables: no allocation, no growing, per function.
+        let mut scope = self.spare_scopes.pop().unwrap_or_default();
+        scope.is_class = is_class;
+        self.scopes.push(scope);
+    }
+
+    pub fn pop_scope(&mut self) {
+        self.invalidate();
+        if self.scopes.len() > 1 {
+            if let Some(mut scope) = self.scopes.pop() {
+                scope.bindings.clear();
+                scope.bool_tensors.clear();
+                scope.parameters.clear();
+                self.spare_scopes.push(scope);
+            }
+        }
+    }
+
+    pub fn enter_function(&mut self, class: Option<&'a str>, self_name: Option<&'a str>) {
+        self.method_context.push((class, self_name));
+        self.push_scope(false);
+    }
+
+    pub fn exit_function(&mut self) {
+        self.method_context.pop();
+        self.pop_scope();
+    }
+
+    pub(super) fn current(&mut self) -> &mut Scope<'a> {
+        self.scopes
+            .last_mut()
+            .expect("the module scope is never popped")
+    }
+
+    /// Module-level names bound by imports, with their qualified names.
+    pub fn module_imports(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.scopes[0]
+            .bindings
+            .iter()
+            .filter_map(|(name, binding)| match binding {
+                Binding::Import(qualified) => Some((*name, qualified.as_str())),
+                Binding::Value(_) => None,
+            })
+    }
+
+    pub fn bind(&mut self, name: &'a str, ty: Ty) {
+        self.invalidate();
+        let scope = self.current();
+        scope.bindings.insert(name, Binding::Value(ty));
+        if !scope.bool_tensors.is_empty() {
+            scope.bool_tensors.remove(name);
+        }
+        if !scope.parameters.is_empty() {
+            scope.parameters.remove(name);
+        }
+    }
+
+    /// The scopes visible from here, innermost first: class bodies are not visible from the
+    /// functions nested in them.
+    fn visible_scopes(&self) -> impl Iterator<Item = &Scope<'a>> {
+        let innermost = self.scopes.len() - 1;
+        self.scopes
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(move |(index, scope)| *index == innermost || !scope.is_class)
+            .map(|(_, scope)| scope)
+    }
+
+    pub(super) fn lookup(&self, name: &str) -> Option<&Binding> {
+        self.visible_scopes()
+            .find_map(|scope| scope.bindings.get(name))
+    }
+
+    /// The innermost scope visible from here that binds `name`.
+    pub(super) fn lookup_scope(&self, name: &str) -> Option<&Scope<'a>> {
+        self.visible_scopes()
+            .find(|scope| scope.bindings.contains_key(name))
+    }
+
+    /// Records `import ...` / `from ... import ...`.
+    pub fn bind_import(&mut self, stmt: &'a Stmt) {
+        self.invalidate();
+        let numpy = match stmt {
+            Stmt::Import(import) => import
+                .names
+                .iter()
+                .any(|alias| alias.name.id.as_str().split('.').next() == Some("numpy")),
+            Stmt::ImportFrom(import) => import
+                .module
+                .as_ref()
+                .is_some_and(|m| m.id.as_str().split('.').next() == Some("numpy")),
+            _ => false,
+        };
+        self.imports_numpy |= numpy;
+        match stmt {
+            Stmt::Import(ast::StmtImport { names, .. }) => {
+                for alias in names {
+                    let qualified = alias.name.id.as_str();
+                    match &alias.asname {
+                        Some(asname) => {
+                            let binding = Binding::Import(qualified.to_string());
+                            self.import_names.insert(asname.id.as_str());
+                            self.current().bindings.insert(asname.id.as_str(), binding);
+                        }
+                        None => {
+                            // `import torch.cuda` binds `torch`.
+                            let head = qualified.split('.').next().unwrap_or(qualified);
+                            let binding = Binding::Import(head.to_string());
+                            let name = &alias.name.id.as_str()[..head.len()];
+                            self.import_names.insert(name);
+                            self.current().bindings.insert(name, binding);
+                        }
+                    }
+                }
+            }
+            Stmt::ImportFrom(ast::StmtImportFrom {
+                module,
+                names,
+                level,
+                ..
+            }) => {
+                let base = self.resolve_module(module.as_ref().map(|m| m.id.as_str()), *level);
+                for alias in names {
+                    if alias.name.id.as_str() == "*" {
+                        continue;
+                    }
+                    let bound = alias.asname.as_ref().unwrap_or(&alias.name).id.as_str();
+                    let qualified = match &base {
+                        Some(base) if !base.is_empty() => format!("{base}.{}", alias.name.id),
+                        _ => alias.name.id.to_string(),
+                    };
+                    self.current()
+                        .bindings
+                        .insert(bound, Binding::Import(qualified));
+                    self.import_names.insert(bound);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The absolute module of `from <dots><module> import`, or a dotted best effort when the
+    /// package is unknown.
+    fn resolve_module(&self, module: Option<&str>, level: u32) -> Option<String> {
+        if level == 0 {
+            return module.map(str::to_string);
+        }
+        let package = self.package.as_deref()?;
+        let mut parts: Vec<&str> = if package.is_empty() {
+            Vec::new()
+        } else {
+            package.split('.').collect()
+        };
+        for _ in 1..level {
+            parts.pop()?;
+        }
+        if let Some(module) = module {
+            parts.push(module);
+        }
+        Some(parts.join("."))
+    }
+
+    /// The qualified name an expression refers to through imports: `T.cuda.synchronize` with
+    /// `import torch as T` is `torch.cuda.synchronize`. `None` for anything not rooted in an import.
+    pub fn qualified_name(&self, expr: &Expr) -> Option<Rc<str>> {
+        if !matches!(expr, Expr::Name(_) | Expr::Attribute(_)) {
+            return None;
+        }
+        let key = std::ptr::from_ref(expr) as usize;
+        // Answers hold until a binding changes: a node can be asked about before a later import
+        // binds its root (a class scan reads method bodies ahead of their local imports).
+        if let Some(known) = self.qualified_cache.borrow().get(key, self.generation) {
+            return known.clone();
+        }
+        let mut root = expr;
+        while let Expr::Attribute(attribute) = root {
+            root = &attribute.value;
+        }
+        let answer = match root {
+            Expr::Name(name) if self.import_names.contains(name.id.as_str()) => {
+                self.compute_qualified_name(expr).map(Rc::from)
+            }
+            _ => None,
+        };
+        self.qualified_cache
+            .borrow_mut()
+            .insert(key, self.generation, answer.clone());
+        answer
+    }
+
+    fn compute_qualified_name(&self, expr: &Expr) -> Option<String> {
+        match expr {
+            Expr::Name(name) => match self.lookup(name.id.as_str())? {
+                Binding::Import(qualified) => Some(qualified.clone()),
+                Binding::Value(_) => None,
+            },
+            Expr::Attribute(attribute) => {
+                let base = self.qualified_name(&attribute.value)?;
+                let mut qualified = String::with_capacity(base.len() + 1 + attribute.attr.len());
+                qualified.push_str(&base);
+                qualified.push('.');
+                qualified.push_str(attribute.attr.id.as_str());
+                Some(qualified)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `expr` names a qualified name exactly.
+    pub fn is(&self, expr: &Expr, qualified: &str) -> bool {
+        self.qualified_name(expr).as_deref() == Some(qualified)
+    }
+
+    pub fn define_class(&mut self, name: &'a str, info: ClassInfo<'a>) {
+        self.invalidate();
+        self.classes.insert(name, info);
+    }
+
+    pub(super) fn class_attribute(&self, class: &str, attribute: &str, depth: u8) -> Option<Ty> {
+        let info = self.classes.get(class)?;
+        if let Some(ty) = info.attributes.get(attribute) {
+            return Some(*ty);
+        }
+        if depth == 0 {
+            return None;
+        }
+        info.bases.iter().find_map(|base| match base {
+            Expr::Name(name) => self.class_attribute(name.id.as_str(), attribute, depth - 1),
+            _ => None,
+        })
+    }
+
+    /// The type of a parameter's annotation.
+    pub(super) fn self_class(&self) -> Option<(&'a str, &'a str)> {
+        match self.method_context.last() {
+            Some((Some(class), Some(self_name))) => Some((class, self_name)),
+            _ => None,
+        }
+    }
+
+    /// Whether `name` is a parameter of the innermost function, not rebound since.
+    pub fn is_parameter(&self, name: &str) -> bool {
+        self.scopes
+            .last()
+            .is_some_and(|scope| scope.parameters.contains(name))
+            && matches!(self.lookup(name), Some(Binding::Value(_)))
+    }
+
+    /// The `self` parameter's name when a method of a class is being visited.
+    pub fn self_name(&self) -> Option<&'a str> {
+        self.self_class().map(|(_, self_name)| self_name)
+    }
+}

@@ -1,0 +1,115 @@
+//! Syntactic facts the inference and the rules read off expressions: keyword arguments, device
+//! names, and the names engines give their host mirrors.
+
+use ruff_python_ast::{self as ast, Expr};
+
+/// Whether a name says its value lives on the host (`positions_np`, `seq_lens_cpu`,
+/// `cpu_tokens`, `host_buf`): engines name their NumPy and pinned mirrors this way.
+pub fn host_named(name: &str) -> bool {
+    // Without allocating: this runs for every name the inference looks at.
+    fn has(haystack: &[u8], needle: &[u8]) -> bool {
+        haystack
+            .windows(needle.len())
+            .any(|window| window.eq_ignore_ascii_case(needle))
+    }
+    fn starts(haystack: &[u8], prefix: &[u8]) -> bool {
+        haystack.len() >= prefix.len() && haystack[..prefix.len()].eq_ignore_ascii_case(prefix)
+    }
+    fn ends(haystack: &[u8], suffix: &[u8]) -> bool {
+        haystack.len() >= suffix.len()
+            && haystack[haystack.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+    }
+    let name = name.as_bytes();
+    // Every marker holds a `p` (`np`, `numpy`, `cpu`) or an `h` (`host`): a name with neither
+    // is answered without the substring searches.
+    if !name.iter().any(|b| matches!(b | 0x20, b'p' | b'h')) {
+        return false;
+    }
+    ends(name, b"_np")
+        || starts(name, b"np_")
+        || has(name, b"numpy")
+        || ends(name, b"_cpu")
+        || starts(name, b"cpu_")
+        || has(name, b"_cpu_")
+        || ends(name, b"_host")
+        || starts(name, b"host_")
+        || has(name, b"_host_")
+}
+
+/// A keyword argument by name.
+pub fn keyword<'e>(call: &'e ast::ExprCall, name: &str) -> Option<&'e Expr> {
+    call.arguments
+        .keywords
+        .iter()
+        .find(|keyword| {
+            keyword
+                .arg
+                .as_ref()
+                .is_some_and(|arg| arg.id.as_str() == name)
+        })
+        .map(|keyword| &keyword.value)
+}
+
+/// Whether a device expression names the host: `"cpu"`, `"cpu:0"`, `torch.device("cpu")`.
+pub fn is_cpu_device(expr: &Expr) -> bool {
+    match expr {
+        Expr::StringLiteral(literal) => {
+            let text = literal.value.to_str();
+            text == "cpu" || text.starts_with("cpu:")
+        }
+        Expr::Call(call) => {
+            matches!(&*call.func, Expr::Attribute(a) if a.attr.id.as_str() == "device")
+                && call.arguments.args.first().is_some_and(is_cpu_device)
+        }
+        _ => false,
+    }
+}
+
+/// `.to("cpu")`, `.to(device="cpu")`, `.to(torch.device("cpu"))`.
+pub fn is_cpu_move(call: &ast::ExprCall) -> bool {
+    call.arguments.args.first().is_some_and(is_cpu_device)
+        || keyword(call, "device").is_some_and(is_cpu_device)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_named;
+
+    #[test]
+    fn host_mirror_names() {
+        for name in [
+            "positions_np",
+            "np_positions",
+            "__np",
+            "np_",
+            "seq_lens_cpu",
+            "cpu_tokens",
+            "a_cpu_b",
+            "_cpu",
+            "host_buf",
+            "buf_host",
+            "a_HOST_b",
+            "to_numpy_array",
+            "NumPy",
+            "a__np",
+        ] {
+            assert!(host_named(name), "{name}");
+        }
+        for name in [
+            "np",
+            "cpu",
+            "host",
+            "x_np_y",
+            "xcpu_y",
+            "x_cpux",
+            "hidden_states",
+            "input_ids",
+            "hostname",
+            "cpus",
+            "npu_buf",
+            "",
+        ] {
+            assert!(!host_named(name), "{name}");
+        }
+    }
+}
