@@ -21,6 +21,8 @@ TREES=("$@")
 for binary in "$BASE" "$CAND"; do
     [ -x "$binary" ] || { echo "error: $binary is not an executable" >&2; exit 2; }
 done
+# The runs happen inside each tree's parent folder.
+BASE="$(realpath "$BASE")"; CAND="$(realpath "$CAND")"
 
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT

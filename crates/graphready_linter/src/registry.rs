@@ -1,7 +1,15 @@
-//! The one table of rules: code, variant, kebab-case name, family, default severity, violation type.
+//! The one table of rules: each row names a rule's violation type, whose file declares
+//! everything else (code, name, severity, selection, the calls it judges, its docs). The rule
+//! enum, its metadata, the dispatch to every rule's hooks and the call gate derive from it.
 
+use crate::checker::Checker;
+use crate::rules::{allocation, capture_illegal, dynamic_shape, host_data, sync};
+use crate::violation::{Calls, Check, Violation};
 use graphready_diagnostics::Severity;
+use ruff_python_ast::{self as ast, Expr, Stmt};
+use rustc_hash::FxHashMap;
 use std::fmt;
+use std::sync::LazyLock;
 
 /// A rule family: the hundreds digit of the code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -26,7 +34,7 @@ impl Family {
 }
 
 macro_rules! rule_table {
-    ($( $code:literal, $variant:ident, $name:literal, $family:ident, $severity:ident, $violation:path; )*) => {
+    ($( $variant:ident => $rule:path; )*) => {
         /// Every rule graphready knows.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Rule { $($variant),* }
@@ -35,68 +43,116 @@ macro_rules! rule_table {
             pub const ALL: &'static [Rule] = &[$(Rule::$variant),*];
 
             pub const fn code(self) -> &'static str {
-                match self { $(Rule::$variant => $code),* }
+                match self { $(Rule::$variant => <$rule as Violation>::CODE),* }
             }
 
             pub const fn name(self) -> &'static str {
-                match self { $(Rule::$variant => $name),* }
-            }
-
-            pub const fn family(self) -> Family {
-                match self { $(Rule::$variant => Family::$family),* }
+                match self { $(Rule::$variant => <$rule as Violation>::NAME),* }
             }
 
             pub const fn severity(self) -> Severity {
-                match self { $(Rule::$variant => Severity::$severity),* }
+                match self { $(Rule::$variant => <$rule as Violation>::SEVERITY),* }
+            }
+
+            /// Runs only when selected by code, prefix or `ALL` (see [`Violation::OPT_IN`]).
+            pub const fn is_opt_in(self) -> bool {
+                match self { $(Rule::$variant => <$rule as Violation>::OPT_IN),* }
+            }
+
+            /// Reported only in captured code (see [`Violation::CAPTURED_ONLY`]).
+            pub const fn is_captured_only(self) -> bool {
+                match self { $(Rule::$variant => <$rule as Violation>::CAPTURED_ONLY),* }
+            }
+
+            const fn calls(self) -> Calls {
+                match self { $(Rule::$variant => <$rule as Violation>::CALLS),* }
             }
 
             /// The doc comment of the rule's violation type, verbatim.
             pub const fn raw_docs(self) -> &'static str {
-                match self { $(Rule::$variant => <$violation>::DOCS),* }
+                match self { $(Rule::$variant => <$rule>::DOCS),* }
             }
+
+            /// Hands a call to the rule (see [`Check::call`]).
+            pub(crate) fn check_call<'a>(self, checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+                match self { $(Rule::$variant => <$rule as Check>::call(checker, call)),* }
+            }
+        }
+
+        $(impl RuleOf for $rule {
+            const RULE: Rule = Rule::$variant;
+        })*
+
+        /// Every rule's [`Check::expression`], in registry order.
+        pub(crate) fn expression_hooks<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
+            $(<$rule as Check>::expression(checker, expr);)*
+        }
+
+        /// Every rule's [`Check::statement`], in registry order.
+        pub(crate) fn statement_hooks<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+            $(<$rule as Check>::statement(checker, stmt);)*
+        }
+
+        /// Every rule's [`Check::truth_test`], in registry order.
+        pub(crate) fn truth_test_hooks<'a>(checker: &mut Checker<'a>, test: &'a Expr) {
+            $(<$rule as Check>::truth_test(checker, test);)*
+        }
+
+        /// Every rule's [`Check::function_exit`], in registry order.
+        pub(crate) fn function_exit_hooks(checker: &mut Checker) {
+            $(<$rule as Check>::function_exit(checker);)*
         }
     };
 }
 
+/// The rule of a violation type, from its registry row.
+pub trait RuleOf {
+    const RULE: Rule;
+}
+
 rule_table! {
-    "GR101", ItemCall, "item-call", Sync, Error, crate::rules::sync::rules::item_call::ItemCall;
-    "GR102", TolistCall, "tolist-call", Sync, Error, crate::rules::sync::rules::tolist_call::TolistCall;
-    "GR103", HostTransfer, "host-transfer", Sync, Error, crate::rules::sync::rules::host_transfer::HostTransfer;
-    "GR104", TensorTruthiness, "tensor-truthiness", Sync, Error, crate::rules::sync::rules::tensor_truthiness::TensorTruthiness;
-    "GR105", TensorToPythonScalar, "tensor-to-python-scalar", Sync, Error, crate::rules::sync::rules::tensor_to_python_scalar::TensorToPythonScalar;
-    "GR106", TensorComparisonOnHost, "tensor-comparison-on-host", Sync, Error, crate::rules::sync::rules::tensor_comparison_on_host::TensorComparisonOnHost;
-    "GR107", ExplicitSynchronize, "explicit-synchronize", Sync, Error, crate::rules::sync::rules::explicit_synchronize::ExplicitSynchronize;
-    "GR108", TensorFormatting, "tensor-formatting", Sync, Error, crate::rules::sync::rules::tensor_formatting::TensorFormatting;
-    "GR109", DeviceScalarAsSize, "device-scalar-as-size", Sync, Error, crate::rules::sync::rules::device_scalar_as_size::DeviceScalarAsSize;
-    "GR201", DynamicOutputShapeOp, "dynamic-output-shape-op", DynamicShape, Error, crate::rules::dynamic_shape::rules::dynamic_output_shape_op::DynamicOutputShapeOp;
-    "GR202", BooleanMaskIndexing, "boolean-mask-indexing", DynamicShape, Error, crate::rules::dynamic_shape::rules::boolean_mask_indexing::BooleanMaskIndexing;
-    "GR203", RepeatInterleaveWithoutOutputSize, "repeat-interleave-without-output-size", DynamicShape, Error, crate::rules::dynamic_shape::rules::repeat_interleave_without_output_size::RepeatInterleaveWithoutOutputSize;
-    "GR204", OneHotWithoutNumClasses, "one-hot-without-num-classes", DynamicShape, Error, crate::rules::dynamic_shape::rules::one_hot_without_num_classes::OneHotWithoutNumClasses;
-    "GR205", SplitByDeviceSizes, "split-by-device-sizes", DynamicShape, Error, crate::rules::dynamic_shape::rules::split_by_device_sizes::SplitByDeviceSizes;
-    "GR301", HostDataToDevice, "host-data-to-device", HostData, Error, crate::rules::host_data::rules::host_data_to_device::HostDataToDevice;
-    "GR302", HostIndexOnDeviceTensor, "host-index-on-device-tensor", HostData, Error, crate::rules::host_data::rules::host_index_on_device_tensor::HostIndexOnDeviceTensor;
-    "GR303", HostScalarWrittenToDevice, "host-scalar-written-to-device", HostData, Error, crate::rules::host_data::rules::host_scalar_written_to_device::HostScalarWrittenToDevice;
-    "GR304", HostStateMutatedInStep, "host-state-mutated-in-step", HostData, Warning, crate::rules::host_data::rules::host_state_mutated_in_step::HostStateMutatedInStep;
-    "GR401", PerStepAllocation, "per-step-allocation", Allocation, Info, crate::rules::allocation::rules::per_step_allocation::PerStepAllocation;
-    "GR402", HostAllocationMovedToDevice, "host-allocation-moved-to-device", Allocation, Warning, crate::rules::allocation::rules::host_allocation_moved_to_device::HostAllocationMovedToDevice;
-    "GR403", GrowOnDemandBuffer, "grow-on-demand-buffer", Allocation, Error, crate::rules::allocation::rules::grow_on_demand_buffer::GrowOnDemandBuffer;
-    "GR404", UninitializedPartialWrite, "uninitialized-partial-write", Allocation, Error, crate::rules::allocation::rules::uninitialized_partial_write::UninitializedPartialWrite;
-    "GR501", CudaRuntimeCallInStep, "cuda-runtime-call-in-step", CaptureIllegal, Error, crate::rules::capture_illegal::rules::cuda_runtime_call_in_step::CudaRuntimeCallInStep;
-    "GR502", PinMemoryInStep, "pin-memory-in-step", CaptureIllegal, Error, crate::rules::capture_illegal::rules::pin_memory_in_step::PinMemoryInStep;
-    "GR503", RngStateInStep, "rng-state-in-step", CaptureIllegal, Error, crate::rules::capture_illegal::rules::rng_state_in_step::RngStateInStep;
-    "GR504", UnregisteredGeneratorInStep, "unregistered-generator-in-step", CaptureIllegal, Error, crate::rules::capture_illegal::rules::unregistered_generator_in_step::UnregisteredGeneratorInStep;
-    "GR505", CudnnBenchmarkChange, "cudnn-benchmark-change", CaptureIllegal, Error, crate::rules::capture_illegal::rules::cudnn_benchmark_change::CudnnBenchmarkChange;
-    "GR506", HostClockAsData, "host-clock-as-data", CaptureIllegal, Error, crate::rules::capture_illegal::rules::host_clock_as_data::HostClockAsData;
-    "GR507", HostCollectiveInStep, "host-collective-in-step", CaptureIllegal, Error, crate::rules::capture_illegal::rules::host_collective_in_step::HostCollectiveInStep;
-    "GR508", EventElapsedTimeInStep, "event-elapsed-time-in-step", CaptureIllegal, Error, crate::rules::capture_illegal::rules::event_elapsed_time_in_step::EventElapsedTimeInStep;
+    ItemCall => sync::rules::item_call::ItemCall;
+    TolistCall => sync::rules::tolist_call::TolistCall;
+    HostTransfer => sync::rules::host_transfer::HostTransfer;
+    TensorTruthiness => sync::rules::tensor_truthiness::TensorTruthiness;
+    TensorToPythonScalar => sync::rules::tensor_to_python_scalar::TensorToPythonScalar;
+    TensorComparisonOnHost => sync::rules::tensor_comparison_on_host::TensorComparisonOnHost;
+    ExplicitSynchronize => sync::rules::explicit_synchronize::ExplicitSynchronize;
+    TensorFormatting => sync::rules::tensor_formatting::TensorFormatting;
+    DeviceScalarAsSize => sync::rules::device_scalar_as_size::DeviceScalarAsSize;
+    DynamicOutputShapeOp => dynamic_shape::rules::dynamic_output_shape_op::DynamicOutputShapeOp;
+    BooleanMaskIndexing => dynamic_shape::rules::boolean_mask_indexing::BooleanMaskIndexing;
+    RepeatInterleaveWithoutOutputSize => dynamic_shape::rules::repeat_interleave_without_output_size::RepeatInterleaveWithoutOutputSize;
+    OneHotWithoutNumClasses => dynamic_shape::rules::one_hot_without_num_classes::OneHotWithoutNumClasses;
+    SplitByDeviceSizes => dynamic_shape::rules::split_by_device_sizes::SplitByDeviceSizes;
+    HostDataToDevice => host_data::rules::host_data_to_device::HostDataToDevice;
+    HostIndexOnDeviceTensor => host_data::rules::host_index_on_device_tensor::HostIndexOnDeviceTensor;
+    HostScalarWrittenToDevice => host_data::rules::host_scalar_written_to_device::HostScalarWrittenToDevice;
+    HostStateMutatedInStep => host_data::rules::host_state_mutated_in_step::HostStateMutatedInStep;
+    PerStepAllocation => allocation::rules::per_step_allocation::PerStepAllocation;
+    HostAllocationMovedToDevice => allocation::rules::host_allocation_moved_to_device::HostAllocationMovedToDevice;
+    GrowOnDemandBuffer => allocation::rules::grow_on_demand_buffer::GrowOnDemandBuffer;
+    UninitializedPartialWrite => allocation::rules::uninitialized_partial_write::UninitializedPartialWrite;
+    CudaRuntimeCallInStep => capture_illegal::rules::cuda_runtime_call_in_step::CudaRuntimeCallInStep;
+    PinMemoryInStep => capture_illegal::rules::pin_memory_in_step::PinMemoryInStep;
+    RngStateInStep => capture_illegal::rules::rng_state_in_step::RngStateInStep;
+    UnregisteredGeneratorInStep => capture_illegal::rules::unregistered_generator_in_step::UnregisteredGeneratorInStep;
+    CudnnBenchmarkChange => capture_illegal::rules::cudnn_benchmark_change::CudnnBenchmarkChange;
+    HostClockAsData => capture_illegal::rules::host_clock_as_data::HostClockAsData;
+    HostCollectiveInStep => capture_illegal::rules::host_collective_in_step::HostCollectiveInStep;
+    EventElapsedTimeInStep => capture_illegal::rules::event_elapsed_time_in_step::EventElapsedTimeInStep;
 }
 
 impl Rule {
-    /// Rules that run only when selected by code, prefix or `ALL`: their findings are advice for
-    /// a tuned step, not hazards, and they fire in almost every model forward (a per-step
-    /// allocation is legal inside a captured graph).
-    pub const fn is_opt_in(self) -> bool {
-        matches!(self, Rule::PerStepAllocation)
+    /// The family, from the code's hundreds digit.
+    pub const fn family(self) -> Family {
+        match self.code().as_bytes()[2] {
+            b'1' => Family::Sync,
+            b'2' => Family::DynamicShape,
+            b'3' => Family::HostData,
+            b'4' => Family::Allocation,
+            _ => Family::CaptureIllegal,
+        }
     }
 
     /// Looks a rule up by code (`GR101`) or name (`item-call`).
@@ -128,6 +184,60 @@ impl Rule {
         let paragraph = body.split("\n\n").next().unwrap_or("");
         paragraph.split_whitespace().collect::<Vec<_>>().join(" ")
     }
+}
+
+/// Which rules judge which calls, from every rule's [`Violation::CALLS`].
+struct CallGate {
+    by_name: FxHashMap<&'static str, RuleSet>,
+    by_keyword: FxHashMap<&'static str, RuleSet>,
+    any: RuleSet,
+}
+
+static CALL_GATE: LazyLock<CallGate> = LazyLock::new(|| {
+    let mut gate = CallGate {
+        by_name: FxHashMap::default(),
+        by_keyword: FxHashMap::default(),
+        any: RuleSet::empty(),
+    };
+    for &rule in Rule::ALL {
+        match rule.calls() {
+            Calls::None => {}
+            Calls::Any => gate.any.insert(rule),
+            Calls::Named { names, keywords } => {
+                for name in names {
+                    gate.by_name.entry(name).or_default().insert(rule);
+                }
+                for keyword in keywords {
+                    gate.by_keyword.entry(keyword).or_default().insert(rule);
+                }
+            }
+        }
+    }
+    gate
+});
+
+/// The rules whose [`Check::call`] judges this call.
+pub(crate) fn rules_for_call(call: &ast::ExprCall) -> RuleSet {
+    let gate = &*CALL_GATE;
+    let mut rules = gate.any;
+    let name = match &*call.func {
+        Expr::Name(name) => Some(name.id.as_str()),
+        Expr::Attribute(attribute) => Some(attribute.attr.id.as_str()),
+        _ => None,
+    };
+    if let Some(named) = name.and_then(|name| gate.by_name.get(name)) {
+        rules = rules.union(*named);
+    }
+    for keyword in &call.arguments.keywords {
+        if let Some(keyed) = keyword
+            .arg
+            .as_ref()
+            .and_then(|arg| gate.by_keyword.get(arg.id.as_str()))
+        {
+            rules = rules.union(*keyed);
+        }
+    }
+    rules
 }
 
 impl fmt::Display for Rule {
@@ -168,6 +278,10 @@ impl RuleSet {
 
     pub const fn contains(&self, rule: Rule) -> bool {
         self.0 & (1u128 << rule as u32) != 0
+    }
+
+    pub const fn union(self, other: RuleSet) -> RuleSet {
+        RuleSet(self.0 | other.0)
     }
 
     pub const fn is_empty(&self) -> bool {

@@ -1,20 +1,78 @@
-//! The contract every rule's violation type fulfils.
+//! The contract every rule fulfils: what it declares about itself ([`Violation`]) and where the
+//! checker hands it nodes ([`Check`]).
 
-use crate::registry::Rule;
+use crate::checker::Checker;
+use graphready_diagnostics::Severity;
+use ruff_python_ast::{self as ast, Expr, Stmt};
 
-/// A violation: the data a rule found, able to explain itself.
+/// Which calls a rule's [`Check::call`] judges: the checker hands it only those, so most calls
+/// cost no rule anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Calls {
+    /// No call.
+    None,
+    /// Calls whose callee's last name is one of these (`item` for `x.item()` and `item(x)`),
+    /// or that pass one of `keywords` (`generator=`).
+    Named {
+        names: &'static [&'static str],
+        keywords: &'static [&'static str],
+    },
+    /// Every call: the rule matches qualified names through import aliases, or any callee.
+    Any,
+}
+
+impl Calls {
+    /// Calls by these last names.
+    pub const fn named(names: &'static [&'static str]) -> Self {
+        Calls::Named {
+            names,
+            keywords: &[],
+        }
+    }
+}
+
+/// A violation: the data a rule found, able to explain itself, and everything the rule
+/// declares about itself. The doc comment of the type (see [`crate::declare_violation`]) is the
+/// rule's documentation; the registry row only names the type.
 ///
 /// Messages start lowercase and carry no trailing period; fix titles are imperative.
 pub trait Violation {
-    const RULE: Rule;
+    /// `GR` and three digits; the hundreds digit is the family.
+    const CODE: &'static str;
+    /// Kebab-case, named for the bad pattern.
+    const NAME: &'static str;
+    const SEVERITY: Severity = Severity::Error;
+    /// Runs only when selected by code, prefix or `ALL`: advice for a tuned step rather than a
+    /// hazard.
+    const OPT_IN: bool = false;
     /// A hazard only where the code is known to run captured (host state mutated per step, a
-    /// per-step allocation): reported only for functions the hot-path analysis reaches from an
-    /// entry point, never under `--scope all` alone.
+    /// per-step allocation): reported only for functions the hot-path analysis reaches from a
+    /// captured entry point, never under `--scope all` alone.
     const CAPTURED_ONLY: bool = false;
+    /// The calls [`Check::call`] judges.
+    const CALLS: Calls = Calls::None;
     fn message(&self) -> String;
     fn fix_title(&self) -> Option<String> {
         None
     }
+}
+
+/// Where the checker hands a rule the nodes it judges. Every hook does nothing by default; a
+/// rule implements those it needs. Hooks run whether or not the rule is selected (rules keep
+/// per-function state); only [`Checker::report`] looks at the selection.
+pub trait Check {
+    /// A call among [`Violation::CALLS`], after its children.
+    fn call<'a>(_checker: &mut Checker<'a>, _call: &'a ast::ExprCall) {}
+    /// Every expression but calls, after its children.
+    fn expression<'a>(_checker: &mut Checker<'a>, _expr: &'a Expr) {}
+    /// Every statement, before its children and before its bindings take effect.
+    fn statement<'a>(_checker: &mut Checker<'a>, _stmt: &'a Stmt) {}
+    /// A test whose truth value Python takes: `if`, `elif`, `while`, `assert`, comprehension
+    /// conditions and conditional expressions.
+    fn truth_test<'a>(_checker: &mut Checker<'a>, _test: &'a Expr) {}
+    /// After a function's body, with its bindings still in scope: rules that judge a whole
+    /// function from the state they gathered.
+    fn function_exit(_checker: &mut Checker) {}
 }
 
 /// Declares a violation struct whose doc comment is the rule's documentation.

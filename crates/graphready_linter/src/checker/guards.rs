@@ -105,11 +105,13 @@ pub fn guards_rest(
 }
 
 /// Whether a `with` item opens code that never runs captured: an eager break
-/// (`with force_no_graph():`) or vLLM's marker for deliberate eager syncs
-/// (`with gpu_sync_allowed():`).
+/// (`with force_no_graph():`) or a block whose author declared its syncs deliberate and
+/// eager-only (vLLM's `with gpu_sync_allowed():`, and similarly named context managers).
 pub fn opens_eager_block(item: &ast::WithItem) -> bool {
     matches!(&item.context_expr, Expr::Call(call)
     if last_segment(&call.func).is_some_and(|n| {
-        matches!(n, "force_no_graph" | "no_graph" | "gpu_sync_allowed")
+        matches!(n, "force_no_graph" | "no_graph")
+            || n.contains("sync_allowed")
+            || n.contains("allow_sync")
     }))
 }

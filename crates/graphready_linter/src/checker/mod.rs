@@ -3,7 +3,7 @@
 
 pub(crate) mod guards;
 
-use crate::registry::{Rule, RuleSet};
+use crate::registry::{Rule, RuleOf, RuleSet};
 use crate::rules;
 use crate::semantic::{KnownReturns, SemanticModel, Ty};
 use crate::settings::Settings;
@@ -103,7 +103,7 @@ impl<'a> Checker<'a> {
         self.safe_depth == 0
     }
 
-    pub fn report<V: Violation>(&mut self, violation: V, range: TextRange) {
+    pub fn report<V: Violation + RuleOf>(&mut self, violation: V, range: TextRange) {
         if !self.enabled(V::RULE) || !self.in_captured_code() {
             return;
         }
@@ -177,7 +177,7 @@ impl<'a> Checker<'a> {
             self.model.bind(self_name, Ty::Unknown);
         }
         self.visit_body(&function.body);
-        rules::function_exit(self, function);
+        rules::function_exit(self);
         self.rule_state = saved_state;
         self.model.exit_function();
         self.safe_depth = saved_safe;
@@ -223,7 +223,7 @@ impl<'a> Checker<'a> {
 
     fn visit_if(&mut self, if_stmt: &'a ast::StmtIf) {
         self.visit_expr(&if_stmt.test);
-        rules::sync::truth_test(self, &if_stmt.test);
+        rules::truth_test(self, &if_stmt.test);
         let body_safe = guards::safe_when(&self.model, self.settings, &if_stmt.test, false);
         self.visit_guarded(body_safe, &if_stmt.body);
         // Each later clause runs only when every earlier test was false.
@@ -235,7 +235,7 @@ impl<'a> Checker<'a> {
             match &clause.test {
                 Some(test) => {
                     self.visit_expr(test);
-                    rules::sync::truth_test(self, test);
+                    rules::truth_test(self, test);
                     let clause_safe = guards::safe_when(&self.model, self.settings, test, false);
                     self.visit_guarded(clause_safe, &clause.body);
                     earlier_false_safe = earlier_false_safe
@@ -309,13 +309,13 @@ impl<'a> Visitor<'a> for Checker<'a> {
             Stmt::If(if_stmt) => self.visit_if(if_stmt),
             Stmt::While(while_stmt) => {
                 self.visit_expr(&while_stmt.test);
-                rules::sync::truth_test(self, &while_stmt.test);
+                rules::truth_test(self, &while_stmt.test);
                 self.visit_block(&while_stmt.body);
                 self.visit_block(&while_stmt.orelse);
             }
             Stmt::Assert(assert) => {
                 self.visit_expr(&assert.test);
-                rules::sync::truth_test(self, &assert.test);
+                rules::truth_test(self, &assert.test);
                 if let Some(msg) = &assert.msg {
                     self.visit_expr(msg);
                 }
@@ -467,7 +467,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
         self.model.bind_target(&comprehension.target, element);
         for condition in &comprehension.ifs {
             self.visit_expr(condition);
-            rules::sync::truth_test(self, condition);
+            rules::truth_test(self, condition);
         }
     }
 }

@@ -2,23 +2,11 @@
 
 pub mod rules;
 
-use crate::checker::Checker;
-use ruff_python_ast::{Expr, Stmt};
-
-/// Dispatches one expression to the allocation rules.
-pub fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
-    if let Expr::Call(call) = expr {
-        rules::per_step_allocation::per_step_allocation(checker, call);
-        rules::host_allocation_moved_to_device::host_allocation_moved_to_device(checker, call);
-    }
-}
-
-/// Dispatches one statement to the allocation rules.
-pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
-    if let Stmt::If(if_stmt) = stmt {
-        rules::grow_on_demand_buffer::grow_on_demand_buffer(checker, if_stmt);
-    }
-    rules::uninitialized_partial_write::statement(checker, stmt);
+/// What the allocation rules remember about the function being visited.
+#[derive(Debug, Default)]
+pub struct State<'a> {
+    /// GR404: buffers allocated without initialisation, and what happened to them.
+    pub buffers: Vec<rules::uninitialized_partial_write::Buffer<'a>>,
 }
 
 /// `torch.<factory>` functions that allocate a fresh tensor from a size.

@@ -1,9 +1,8 @@
 use super::super::{LIKE_FACTORIES, NEW_METHODS, SIZED_FACTORIES};
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::{builtin_call, method_call};
-use crate::violation::Violation;
+use crate::violation::{Check, Violation};
 use ruff_python_ast::comparable::ComparableExpr;
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr, Stmt};
@@ -42,7 +41,8 @@ declare_violation! {
 }
 
 impl Violation for GrowOnDemandBuffer {
-    const RULE: Rule = Rule::GrowOnDemandBuffer;
+    const CODE: &'static str = "GR403";
+    const NAME: &'static str = "grow-on-demand-buffer";
     const CAPTURED_ONLY: bool = true;
 
     fn message(&self) -> String {
@@ -54,6 +54,14 @@ impl Violation for GrowOnDemandBuffer {
 
     fn fix_title(&self) -> Option<String> {
         Some("Allocate the buffer once at its largest size before capture and slice it".to_string())
+    }
+}
+
+impl Check for GrowOnDemandBuffer {
+    fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+        if let Stmt::If(if_stmt) = stmt {
+            grow_on_demand_buffer(checker, if_stmt);
+        }
     }
 }
 
@@ -134,7 +142,7 @@ fn is_allocation(checker: &Checker, expr: &Expr) -> bool {
 }
 
 /// GR403
-pub fn grow_on_demand_buffer(checker: &mut Checker, if_stmt: &ast::StmtIf) {
+fn grow_on_demand_buffer(checker: &mut Checker, if_stmt: &ast::StmtIf) {
     let mut sized = SizedReceivers {
         checker,
         receivers: Vec::new(),

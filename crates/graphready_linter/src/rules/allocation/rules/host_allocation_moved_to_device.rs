@@ -1,9 +1,9 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::{method_call, moves_to_device};
 use crate::semantic::{is_cpu_device, keyword};
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
+use graphready_diagnostics::Severity;
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
 
@@ -32,8 +32,11 @@ declare_violation! {
 }
 
 impl Violation for HostAllocationMovedToDevice {
-    const RULE: Rule = Rule::HostAllocationMovedToDevice;
+    const CODE: &'static str = "GR402";
+    const NAME: &'static str = "host-allocation-moved-to-device";
+    const SEVERITY: Severity = Severity::Warning;
     const CAPTURED_ONLY: bool = true;
+    const CALLS: Calls = Calls::named(&["to", "cuda"]);
 
     fn message(&self) -> String {
         format!(
@@ -50,8 +53,14 @@ impl Violation for HostAllocationMovedToDevice {
     }
 }
 
+impl Check for HostAllocationMovedToDevice {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        host_allocation_moved_to_device(checker, call);
+    }
+}
+
 /// GR402
-pub fn host_allocation_moved_to_device(checker: &mut Checker, call: &ast::ExprCall) {
+fn host_allocation_moved_to_device(checker: &mut Checker, call: &ast::ExprCall) {
     if checker.rule_state.assigned_to_self(call.range()) {
         return;
     }

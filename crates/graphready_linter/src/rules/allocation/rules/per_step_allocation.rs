@@ -1,10 +1,10 @@
 use super::super::{LIKE_FACTORIES, NEW_METHODS, SIZED_FACTORIES};
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::{argument, is_device_target, maybe_device_tensor, method_call};
 use crate::semantic::{is_cpu_device, keyword, Ty};
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
+use graphready_diagnostics::Severity;
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;
 
@@ -44,8 +44,33 @@ declare_violation! {
 }
 
 impl Violation for PerStepAllocation {
-    const RULE: Rule = Rule::PerStepAllocation;
+    const CODE: &'static str = "GR401";
+    const NAME: &'static str = "per-step-allocation";
+    const SEVERITY: Severity = Severity::Info;
+    const OPT_IN: bool = true;
     const CAPTURED_ONLY: bool = true;
+    const CALLS: Calls = Calls::named(&[
+        "empty",
+        "zeros",
+        "ones",
+        "full",
+        "arange",
+        "empty_strided",
+        "rand",
+        "randn",
+        "randint",
+        "eye",
+        "linspace",
+        "empty_like",
+        "zeros_like",
+        "ones_like",
+        "full_like",
+        "new_empty",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+        "clone",
+    ]);
 
     fn message(&self) -> String {
         format!("`{}` allocates device memory on every step", self.call)
@@ -60,8 +85,14 @@ impl Violation for PerStepAllocation {
     }
 }
 
+impl Check for PerStepAllocation {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        per_step_allocation(checker, call);
+    }
+}
+
 /// GR401
-pub fn per_step_allocation(checker: &mut Checker, call: &ast::ExprCall) {
+fn per_step_allocation(checker: &mut Checker, call: &ast::ExprCall) {
     // `self.buf = torch.empty(...)`: a buffer kept across steps (GR403 judges its growth).
     if checker.rule_state.assigned_to_self(call.range()) {
         return;

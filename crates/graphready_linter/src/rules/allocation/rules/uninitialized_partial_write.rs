@@ -1,8 +1,7 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::method_call;
-use crate::violation::Violation;
+use crate::violation::{Check, Violation};
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::{Ranged, TextRange};
@@ -48,7 +47,8 @@ declare_violation! {
 }
 
 impl Violation for UninitializedPartialWrite {
-    const RULE: Rule = Rule::UninitializedPartialWrite;
+    const CODE: &'static str = "GR404";
+    const NAME: &'static str = "uninitialized-partial-write";
 
     fn message(&self) -> String {
         format!(
@@ -64,6 +64,12 @@ impl Violation for UninitializedPartialWrite {
              by the same row count"
                 .to_string(),
         )
+    }
+}
+
+impl Check for UninitializedPartialWrite {
+    fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+        self::statement(checker, stmt);
     }
 }
 
@@ -452,9 +458,9 @@ fn is_whole(index: &Expr) -> bool {
 }
 
 /// GR404: follows the buffers statement by statement.
-pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
     // Nothing tracked: only a new allocation matters.
-    if checker.rule_state.buffers.is_empty() {
+    if checker.rule_state.allocation.buffers.is_empty() {
         let Stmt::Assign(assign) = stmt else {
             return;
         };
@@ -465,6 +471,7 @@ pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
     }
     let names: Vec<&'a str> = checker
         .rule_state
+        .allocation
         .buffers
         .iter()
         .filter(|buffer| buffer.state != State::Settled)
@@ -523,6 +530,7 @@ pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
         };
         let Some(buffer) = checker
             .rule_state
+            .allocation
             .buffers
             .iter_mut()
             .rev()
@@ -561,13 +569,14 @@ pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
     let view = view_of.and_then(|source| {
         checker
             .rule_state
+            .allocation
             .buffers
             .iter()
             .rev()
             .find(|buffer| buffer.name == source)
             .map(|buffer| (buffer.allocation, buffer.factory, buffer.state))
     });
-    let buffers = &mut checker.rule_state.buffers;
+    let buffers = &mut checker.rule_state.allocation.buffers;
     buffers.retain(|buffer| !rebound.contains(&buffer.name));
     let (Stmt::Assign(assign), [name]) = (stmt, rebound.as_slice()) else {
         return;
@@ -576,7 +585,7 @@ pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
         return;
     }
     if let Some((allocation, factory, state)) = view {
-        checker.rule_state.buffers.push(Buffer {
+        checker.rule_state.allocation.buffers.push(Buffer {
             name,
             allocation,
             factory,
@@ -584,7 +593,7 @@ pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
         });
     } else if let Some(factory) = factory_of(checker, &assign.value) {
         let allocation = assign.value.range();
-        checker.rule_state.buffers.push(Buffer {
+        checker.rule_state.allocation.buffers.push(Buffer {
             name,
             allocation,
             factory,

@@ -1,7 +1,6 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;
 
@@ -35,8 +34,10 @@ declare_violation! {
 }
 
 impl Violation for CudaRuntimeCallInStep {
-    const RULE: Rule = Rule::CudaRuntimeCallInStep;
+    const CODE: &'static str = "GR501";
+    const NAME: &'static str = "cuda-runtime-call-in-step";
     const CAPTURED_ONLY: bool = true;
+    const CALLS: Calls = Calls::named(&["empty_cache", "set_device", "ipc_collect"]);
 
     fn message(&self) -> String {
         format!("`{}` cannot run while a CUDA graph is captured", self.call)
@@ -50,8 +51,14 @@ impl Violation for CudaRuntimeCallInStep {
     }
 }
 
+impl Check for CudaRuntimeCallInStep {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        cuda_runtime_call_in_step(checker, call);
+    }
+}
+
 /// GR501
-pub fn cuda_runtime_call_in_step(checker: &mut Checker, call: &ast::ExprCall) {
+fn cuda_runtime_call_in_step(checker: &mut Checker, call: &ast::ExprCall) {
     let Some(qualified) = crate::rules::callee(checker, call) else {
         return;
     };

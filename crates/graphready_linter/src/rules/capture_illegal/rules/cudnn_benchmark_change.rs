@@ -1,7 +1,6 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
-use crate::violation::Violation;
+use crate::violation::{Check, Violation};
 use ruff_python_ast::{Expr, Stmt};
 use ruff_text_size::Ranged;
 
@@ -33,7 +32,8 @@ declare_violation! {
 }
 
 impl Violation for CudnnBenchmarkChange {
-    const RULE: Rule = Rule::CudnnBenchmarkChange;
+    const CODE: &'static str = "GR505";
+    const NAME: &'static str = "cudnn-benchmark-change";
     const CAPTURED_ONLY: bool = true;
 
     fn message(&self) -> String {
@@ -45,8 +45,14 @@ impl Violation for CudnnBenchmarkChange {
     }
 }
 
+impl Check for CudnnBenchmarkChange {
+    fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+        cudnn_benchmark_change(checker, stmt);
+    }
+}
+
 /// GR505
-pub fn cudnn_benchmark_change(checker: &mut Checker, stmt: &Stmt) {
+fn cudnn_benchmark_change(checker: &mut Checker, stmt: &Stmt) {
     let targets = match stmt {
         Stmt::Assign(assign) => assign.targets.as_slice(),
         Stmt::AnnAssign(assign) => std::slice::from_ref(&*assign.target),

@@ -1,9 +1,8 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::method_call;
 use crate::semantic::Ty;
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;
 
@@ -40,8 +39,10 @@ declare_violation! {
 }
 
 impl Violation for EventElapsedTimeInStep {
-    const RULE: Rule = Rule::EventElapsedTimeInStep;
+    const CODE: &'static str = "GR508";
+    const NAME: &'static str = "event-elapsed-time-in-step";
     const CAPTURED_ONLY: bool = true;
+    const CALLS: Calls = Calls::named(&["elapsed_time"]);
 
     fn message(&self) -> String {
         "`Event.elapsed_time()` waits for the device on the host inside the step".to_string()
@@ -52,8 +53,14 @@ impl Violation for EventElapsedTimeInStep {
     }
 }
 
+impl Check for EventElapsedTimeInStep {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        event_elapsed_time_in_step(checker, call);
+    }
+}
+
 /// GR508
-pub fn event_elapsed_time_in_step(checker: &mut Checker, call: &ast::ExprCall) {
+fn event_elapsed_time_in_step(checker: &mut Checker, call: &ast::ExprCall) {
     let Some(("elapsed_time", receiver)) = method_call(call) else {
         return;
     };

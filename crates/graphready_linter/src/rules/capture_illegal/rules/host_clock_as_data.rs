@@ -1,9 +1,8 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::{assigned_name, builtin_call, method_call};
 use crate::semantic::Ty;
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::Ranged;
 
@@ -36,8 +35,10 @@ declare_violation! {
 }
 
 impl Violation for HostClockAsData {
-    const RULE: Rule = Rule::HostClockAsData;
+    const CODE: &'static str = "GR506";
+    const NAME: &'static str = "host-clock-as-data";
     const CAPTURED_ONLY: bool = true;
+    const CALLS: Calls = Calls::Any;
 
     fn message(&self) -> String {
         "a host clock reading is used as tensor data; replay reuses the captured time".to_string()
@@ -48,6 +49,38 @@ impl Violation for HostClockAsData {
             "Copy the time into a device buffer from a pinned buffer before each replay"
                 .to_string(),
         )
+    }
+}
+
+impl Check for HostClockAsData {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        // Cheap syntactic test first: most calls receive no clock reading.
+        if checker.rule_state.capture_illegal.clock_names.is_empty()
+            && !call.arguments.args.iter().any(may_read_clock)
+            && !call
+                .arguments
+                .keywords
+                .iter()
+                .any(|keyword| may_read_clock(&keyword.value))
+        {
+            return;
+        }
+        self::call(checker, call);
+    }
+
+    fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
+        if let Expr::BinOp(binop) = expr {
+            if !checker.rule_state.capture_illegal.clock_names.is_empty()
+                || may_read_clock(&binop.left)
+                || may_read_clock(&binop.right)
+            {
+                self::binop(checker, binop);
+            }
+        }
+    }
+
+    fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+        track_clock_names(checker, stmt);
     }
 }
 
@@ -75,7 +108,11 @@ fn is_clock(checker: &Checker, expr: &Expr) -> bool {
                     .first()
                     .is_some_and(|arg| is_clock(checker, arg))
         }
-        Expr::Name(name) => checker.rule_state.clock_names.contains(name.id.as_str()),
+        Expr::Name(name) => checker
+            .rule_state
+            .capture_illegal
+            .clock_names
+            .contains(name.id.as_str()),
         Expr::BinOp(binop) => is_clock(checker, &binop.left) || is_clock(checker, &binop.right),
         Expr::UnaryOp(unary) => is_clock(checker, &unary.operand),
         _ => false,
@@ -83,23 +120,23 @@ fn is_clock(checker: &Checker, expr: &Expr) -> bool {
 }
 
 /// Remembers names bound to clock readings.
-pub fn track_clock_names<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+fn track_clock_names<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
     let Some((name, value)) = assigned_name(stmt) else {
         return;
     };
-    let names = &checker.rule_state.clock_names;
+    let names = &checker.rule_state.capture_illegal.clock_names;
     // Cheap syntactic test first: most assignments read no clock.
-    if (names.is_empty() && !crate::rules::may_read_clock(value)) || !is_clock(checker, value) {
+    if (names.is_empty() && !may_read_clock(value)) || !is_clock(checker, value) {
         if !names.is_empty() {
-            checker.rule_state.clock_names.remove(name);
+            checker.rule_state.capture_illegal.clock_names.remove(name);
         }
         return;
     }
-    checker.rule_state.clock_names.insert(name);
+    checker.rule_state.capture_illegal.clock_names.insert(name);
 }
 
 /// `torch.tensor(time.time(), ...)`, `x.fill_(t)`.
-pub fn call(checker: &mut Checker, call: &ast::ExprCall) {
+fn call(checker: &mut Checker, call: &ast::ExprCall) {
     let tensor_call = match crate::rules::callee(checker, call) {
         Some(qualified) => qualified.starts_with("torch.") && !qualified.starts_with("torch.cuda."),
         None => {
@@ -122,7 +159,7 @@ pub fn call(checker: &mut Checker, call: &ast::ExprCall) {
 }
 
 /// `x * (now - start)` with `now` a clock reading.
-pub fn binop(checker: &mut Checker, binop: &ast::ExprBinOp) {
+fn binop(checker: &mut Checker, binop: &ast::ExprBinOp) {
     let (left, right) = (&*binop.left, &*binop.right);
     let clock = if checker.ty(left) == Ty::Tensor && is_clock(checker, right) {
         right
@@ -132,4 +169,29 @@ pub fn binop(checker: &mut Checker, binop: &ast::ExprBinOp) {
         return;
     };
     checker.report(HostClockAsData {}, clock.range());
+}
+
+/// A cheap over-approximation of a clock reading: a call of a clock-named function, or
+/// arithmetic on one.
+fn may_read_clock(expr: &Expr) -> bool {
+    match expr {
+        Expr::Call(call) => {
+            let clock_named = |name: &str| {
+                CLOCKS
+                    .iter()
+                    .any(|clock| clock.rsplit('.').next() == Some(name))
+            };
+            match &*call.func {
+                Expr::Attribute(attribute) => clock_named(attribute.attr.id.as_str()),
+                Expr::Name(name) => {
+                    clock_named(name.id.as_str())
+                        || call.arguments.args.first().is_some_and(may_read_clock)
+                }
+                _ => false,
+            }
+        }
+        Expr::BinOp(binop) => may_read_clock(&binop.left) || may_read_clock(&binop.right),
+        Expr::UnaryOp(unary) => may_read_clock(&unary.operand),
+        _ => false,
+    }
 }

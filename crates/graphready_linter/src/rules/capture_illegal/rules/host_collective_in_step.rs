@@ -1,7 +1,6 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;
 
@@ -36,8 +35,19 @@ declare_violation! {
 }
 
 impl Violation for HostCollectiveInStep {
-    const RULE: Rule = Rule::HostCollectiveInStep;
+    const CODE: &'static str = "GR507";
+    const NAME: &'static str = "host-collective-in-step";
     const CAPTURED_ONLY: bool = true;
+    const CALLS: Calls = Calls::named(&[
+        "barrier",
+        "monitored_barrier",
+        "all_gather_object",
+        "broadcast_object_list",
+        "gather_object",
+        "scatter_object_list",
+        "send_object_list",
+        "recv_object_list",
+    ]);
 
     fn message(&self) -> String {
         format!(
@@ -54,6 +64,12 @@ impl Violation for HostCollectiveInStep {
     }
 }
 
+impl Check for HostCollectiveInStep {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        host_collective_in_step(checker, call);
+    }
+}
+
 const HOST_COLLECTIVES: &[&str] = &[
     "barrier",
     "monitored_barrier",
@@ -66,7 +82,7 @@ const HOST_COLLECTIVES: &[&str] = &[
 ];
 
 /// GR507
-pub fn host_collective_in_step(checker: &mut Checker, call: &ast::ExprCall) {
+fn host_collective_in_step(checker: &mut Checker, call: &ast::ExprCall) {
     let Some(qualified) = crate::rules::callee(checker, call) else {
         return;
     };

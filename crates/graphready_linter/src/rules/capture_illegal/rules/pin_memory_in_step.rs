@@ -1,9 +1,8 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::method_call;
 use crate::semantic::keyword;
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
 
@@ -32,8 +31,13 @@ declare_violation! {
 }
 
 impl Violation for PinMemoryInStep {
-    const RULE: Rule = Rule::PinMemoryInStep;
+    const CODE: &'static str = "GR502";
+    const NAME: &'static str = "pin-memory-in-step";
     const CAPTURED_ONLY: bool = true;
+    const CALLS: Calls = Calls::Named {
+        names: &["pin_memory"],
+        keywords: &["pin_memory"],
+    };
 
     fn message(&self) -> String {
         "pinned host memory is allocated inside the step".to_string()
@@ -44,8 +48,14 @@ impl Violation for PinMemoryInStep {
     }
 }
 
+impl Check for PinMemoryInStep {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        pin_memory_in_step(checker, call);
+    }
+}
+
 /// GR502
-pub fn pin_memory_in_step(checker: &mut Checker, call: &ast::ExprCall) {
+fn pin_memory_in_step(checker: &mut Checker, call: &ast::ExprCall) {
     let pinned_keyword = keyword(call, "pin_memory")
         .is_some_and(|value| matches!(value, Expr::BooleanLiteral(b) if b.value));
     let pins = if pinned_keyword {

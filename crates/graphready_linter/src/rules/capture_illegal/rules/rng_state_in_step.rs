@@ -1,7 +1,6 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;
 
@@ -37,8 +36,19 @@ declare_violation! {
 }
 
 impl Violation for RngStateInStep {
-    const RULE: Rule = Rule::RngStateInStep;
+    const CODE: &'static str = "GR503";
+    const NAME: &'static str = "rng-state-in-step";
     const CAPTURED_ONLY: bool = true;
+    const CALLS: Calls = Calls::named(&[
+        "manual_seed",
+        "seed",
+        "get_rng_state",
+        "set_rng_state",
+        "manual_seed_all",
+        "seed_all",
+        "get_rng_state_all",
+        "set_rng_state_all",
+    ]);
 
     fn message(&self) -> String {
         format!(
@@ -53,6 +63,12 @@ impl Violation for RngStateInStep {
              `graph.register_generator_state`"
                 .to_string(),
         )
+    }
+}
+
+impl Check for RngStateInStep {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        rng_state_in_step(checker, call);
     }
 }
 
@@ -78,7 +94,7 @@ const RNG_STATE_CALLS: &[&str] = &[
 ];
 
 /// GR503
-pub fn rng_state_in_step(checker: &mut Checker, call: &ast::ExprCall) {
+fn rng_state_in_step(checker: &mut Checker, call: &ast::ExprCall) {
     let Some(qualified) = crate::rules::callee(checker, call) else {
         return;
     };

@@ -1,10 +1,9 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::method_call;
 use crate::rules::op_tags::{lookup, NONDETERMINISTIC_SEEDED};
 use crate::semantic::keyword;
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
 
@@ -44,8 +43,13 @@ declare_violation! {
 }
 
 impl Violation for UnregisteredGeneratorInStep {
-    const RULE: Rule = Rule::UnregisteredGeneratorInStep;
+    const CODE: &'static str = "GR504";
+    const NAME: &'static str = "unregistered-generator-in-step";
     const CAPTURED_ONLY: bool = true;
+    const CALLS: Calls = Calls::Named {
+        names: &[],
+        keywords: &["generator"],
+    };
 
     fn message(&self) -> String {
         format!(
@@ -63,8 +67,14 @@ impl Violation for UnregisteredGeneratorInStep {
     }
 }
 
+impl Check for UnregisteredGeneratorInStep {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        unregistered_generator_in_step(checker, call);
+    }
+}
+
 /// GR504
-pub fn unregistered_generator_in_step(checker: &mut Checker, call: &ast::ExprCall) {
+fn unregistered_generator_in_step(checker: &mut Checker, call: &ast::ExprCall) {
     let Some(generator) = keyword(call, "generator") else {
         return;
     };

@@ -1,10 +1,9 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::{argument, host_named, method_call};
 use crate::semantic::Ty;
-use crate::violation::Violation;
-use ruff_python_ast::{self as ast, Expr};
+use crate::violation::{Calls, Check, Violation};
+use ruff_python_ast::{self as ast, Expr, ExprContext, Stmt};
 use ruff_text_size::Ranged;
 
 declare_violation! {
@@ -42,7 +41,9 @@ declare_violation! {
 }
 
 impl Violation for BooleanMaskIndexing {
-    const RULE: Rule = Rule::BooleanMaskIndexing;
+    const CODE: &'static str = "GR202";
+    const NAME: &'static str = "boolean-mask-indexing";
+    const CALLS: Calls = Calls::named(&["index_put", "index_put_"]);
 
     fn message(&self) -> String {
         format!(
@@ -56,6 +57,32 @@ impl Violation for BooleanMaskIndexing {
             "Keep the shape fixed: `torch.where(mask, a, b)`, `masked_fill` or `masked_scatter_`"
                 .to_string(),
         )
+    }
+}
+
+impl Check for BooleanMaskIndexing {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        index_put(checker, call);
+    }
+
+    fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
+        if let Expr::Subscript(subscript) = expr {
+            if matches!(subscript.ctx, ExprContext::Load) {
+                mask_load(checker, subscript);
+            }
+        }
+    }
+
+    fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+        match stmt {
+            Stmt::Assign(assign) => {
+                for target in &assign.targets {
+                    mask_store(checker, target, Some(&assign.value));
+                }
+            }
+            Stmt::AugAssign(assign) => mask_store(checker, &assign.target, None),
+            _ => {}
+        }
     }
 }
 
@@ -76,7 +103,7 @@ fn indexable(checker: &Checker, value: &Expr) -> bool {
 }
 
 /// `x[mask]`
-pub fn mask_load(checker: &mut Checker, subscript: &ast::ExprSubscript) {
+fn mask_load(checker: &mut Checker, subscript: &ast::ExprSubscript) {
     if has_device_mask(checker, &subscript.slice) && indexable(checker, &subscript.value) {
         checker.report(BooleanMaskIndexing { form: "indexing" }, subscript.range());
     }
@@ -84,7 +111,7 @@ pub fn mask_load(checker: &mut Checker, subscript: &ast::ExprSubscript) {
 
 /// `x[mask] = tensor` and `x[mask] += y` (`value` is `None` for augmented assignment, which reads
 /// `x[mask]` first).
-pub fn mask_store(checker: &mut Checker, target: &Expr, value: Option<&Expr>) {
+fn mask_store(checker: &mut Checker, target: &Expr, value: Option<&Expr>) {
     let Expr::Subscript(subscript) = target else {
         return;
     };
@@ -104,7 +131,7 @@ pub fn mask_store(checker: &mut Checker, target: &Expr, value: Option<&Expr>) {
 }
 
 /// `x.index_put_((mask,), values)` and `torch.index_put(x, (mask,), values)`.
-pub fn index_put(checker: &mut Checker, call: &ast::ExprCall) {
+fn index_put(checker: &mut Checker, call: &ast::ExprCall) {
     let indices = match crate::rules::callee(checker, call).as_deref() {
         Some("torch.index_put" | "torch.index_put_") => argument(call, 1, "indices"),
         Some(_) => return,

@@ -1,9 +1,8 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::op_tags::{lookup, DYNAMIC_OUTPUT_SHAPE};
 use crate::rules::{argument, device_tensor, method_call};
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;
 
@@ -44,7 +43,17 @@ declare_violation! {
 }
 
 impl Violation for DynamicOutputShapeOp {
-    const RULE: Rule = Rule::DynamicOutputShapeOp;
+    const CODE: &'static str = "GR201";
+    const NAME: &'static str = "dynamic-output-shape-op";
+    const CALLS: Calls = Calls::named(&[
+        "nonzero",
+        "argwhere",
+        "where",
+        "masked_select",
+        "unique",
+        "unique_consecutive",
+        "bincount",
+    ]);
 
     fn message(&self) -> String {
         format!(
@@ -55,6 +64,12 @@ impl Violation for DynamicOutputShapeOp {
 
     fn fix_title(&self) -> Option<String> {
         Some(self.fix.to_string())
+    }
+}
+
+impl Check for DynamicOutputShapeOp {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        dynamic_output_shape_op(checker, call);
     }
 }
 
@@ -80,7 +95,7 @@ fn fix_for(op: &str) -> &'static str {
 }
 
 /// GR201
-pub fn dynamic_output_shape_op(checker: &mut Checker, call: &ast::ExprCall) {
+fn dynamic_output_shape_op(checker: &mut Checker, call: &ast::ExprCall) {
     if let Some(qualified) = crate::rules::callee(checker, call) {
         let Some(name) = qualified.strip_prefix("torch.") else {
             return;

@@ -1,8 +1,7 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::{argument, device_tensor};
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
 
@@ -27,7 +26,9 @@ declare_violation! {
 }
 
 impl Violation for OneHotWithoutNumClasses {
-    const RULE: Rule = Rule::OneHotWithoutNumClasses;
+    const CODE: &'static str = "GR204";
+    const NAME: &'static str = "one-hot-without-num-classes";
+    const CALLS: Calls = Calls::named(&["one_hot"]);
 
     fn message(&self) -> String {
         "`one_hot` without `num_classes=` reads the largest class on the host".to_string()
@@ -38,8 +39,14 @@ impl Violation for OneHotWithoutNumClasses {
     }
 }
 
+impl Check for OneHotWithoutNumClasses {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        one_hot(checker, call);
+    }
+}
+
 /// GR204
-pub fn one_hot(checker: &mut Checker, call: &ast::ExprCall) {
+fn one_hot(checker: &mut Checker, call: &ast::ExprCall) {
     if crate::rules::callee(checker, call).as_deref() != Some("torch.nn.functional.one_hot") {
         return;
     }

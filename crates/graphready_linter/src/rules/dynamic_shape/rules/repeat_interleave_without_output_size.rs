@@ -1,9 +1,8 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::{argument, device_tensor, method_call};
 use crate::semantic::keyword;
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;
 
@@ -30,7 +29,9 @@ declare_violation! {
 }
 
 impl Violation for RepeatInterleaveWithoutOutputSize {
-    const RULE: Rule = Rule::RepeatInterleaveWithoutOutputSize;
+    const CODE: &'static str = "GR203";
+    const NAME: &'static str = "repeat-interleave-without-output-size";
+    const CALLS: Calls = Calls::named(&["repeat_interleave"]);
 
     fn message(&self) -> String {
         "`repeat_interleave` with device repeats and no `output_size=` reads the total on the host"
@@ -42,8 +43,14 @@ impl Violation for RepeatInterleaveWithoutOutputSize {
     }
 }
 
+impl Check for RepeatInterleaveWithoutOutputSize {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        repeat_interleave(checker, call);
+    }
+}
+
 /// GR203
-pub fn repeat_interleave(checker: &mut Checker, call: &ast::ExprCall) {
+fn repeat_interleave(checker: &mut Checker, call: &ast::ExprCall) {
     if keyword(call, "output_size").is_some() {
         return;
     }

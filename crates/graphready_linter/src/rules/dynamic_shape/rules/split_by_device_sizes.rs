@@ -1,8 +1,7 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::{argument, assigned_name, device_tensor, method_call};
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::Ranged;
 
@@ -31,7 +30,9 @@ declare_violation! {
 }
 
 impl Violation for SplitByDeviceSizes {
-    const RULE: Rule = Rule::SplitByDeviceSizes;
+    const CODE: &'static str = "GR205";
+    const NAME: &'static str = "split-by-device-sizes";
+    const CALLS: Calls = Calls::named(&["split", "split_with_sizes"]);
 
     fn message(&self) -> String {
         "split sizes read from a device tensor give data-dependent shapes".to_string()
@@ -45,6 +46,16 @@ impl Violation for SplitByDeviceSizes {
     }
 }
 
+impl Check for SplitByDeviceSizes {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        split(checker, call);
+    }
+
+    fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+        track_device_lists(checker, stmt);
+    }
+}
+
 /// `<device tensor>.tolist()`
 fn is_device_tolist(checker: &Checker, expr: &Expr) -> bool {
     let Expr::Call(call) = expr else {
@@ -54,20 +65,22 @@ fn is_device_tolist(checker: &Checker, expr: &Expr) -> bool {
         if call.arguments.is_empty() && device_tensor(checker, receiver))
 }
 
-/// Remembers names bound to `<device tensor>.tolist()`.
-pub fn track_device_lists<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+/// Remembers names bound to `<device tensor>.tolist()` where a capture may be running (a list
+/// read under a not-capturing guard, or in a block whose author allowed the sync, is a host
+/// list by design).
+fn track_device_lists<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
     let Some((name, value)) = assigned_name(stmt) else {
         return;
     };
-    if is_device_tolist(checker, value) {
-        checker.rule_state.device_lists.insert(name);
-    } else if !checker.rule_state.device_lists.is_empty() {
-        checker.rule_state.device_lists.remove(name);
+    if checker.in_captured_code() && is_device_tolist(checker, value) {
+        checker.rule_state.dynamic_shape.device_lists.insert(name);
+    } else if !checker.rule_state.dynamic_shape.device_lists.is_empty() {
+        checker.rule_state.dynamic_shape.device_lists.remove(name);
     }
 }
 
 /// GR205
-pub fn split(checker: &mut Checker, call: &ast::ExprCall) {
+fn split(checker: &mut Checker, call: &ast::ExprCall) {
     let sizes = match crate::rules::callee(checker, call).as_deref() {
         Some("torch.split" | "torch.split_with_sizes") => {
             argument(call, 1, "split_size_or_sections").or_else(|| argument(call, 1, "split_sizes"))
@@ -84,7 +97,11 @@ pub fn split(checker: &mut Checker, call: &ast::ExprCall) {
         return;
     };
     let from_device = match sizes {
-        Expr::Name(name) => checker.rule_state.device_lists.contains(name.id.as_str()),
+        Expr::Name(name) => checker
+            .rule_state
+            .dynamic_shape
+            .device_lists
+            .contains(name.id.as_str()),
         other => is_device_tolist(checker, other),
     };
     if from_device {

@@ -1,10 +1,9 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::{argument, is_device_target, method_call, moves_to_device, non_blocking};
 use crate::semantic::tensor_api::is_host_factory;
 use crate::semantic::{keyword, Ty};
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
 
@@ -44,8 +43,10 @@ declare_violation! {
 }
 
 impl Violation for HostDataToDevice {
-    const RULE: Rule = Rule::HostDataToDevice;
+    const CODE: &'static str = "GR301";
+    const NAME: &'static str = "host-data-to-device";
     const CAPTURED_ONLY: bool = true;
+    const CALLS: Calls = Calls::named(&["tensor", "as_tensor", "asarray", "cuda", "to"]);
 
     fn message(&self) -> String {
         format!(
@@ -60,6 +61,12 @@ impl Violation for HostDataToDevice {
              `buf.copy_(pinned, non_blocking=True)`"
                 .to_string(),
         )
+    }
+}
+
+impl Check for HostDataToDevice {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        host_data_to_device(checker, call);
     }
 }
 
@@ -78,7 +85,7 @@ fn is_allocating_factory(checker: &Checker, expr: &Expr) -> bool {
 }
 
 /// GR301
-pub fn host_data_to_device(checker: &mut Checker, call: &ast::ExprCall) {
+fn host_data_to_device(checker: &mut Checker, call: &ast::ExprCall) {
     // `self.freqs = torch.tensor(...).to(device)`: a cache built once, not per step.
     if checker.rule_state.assigned_to_self(call.range()) {
         return;

@@ -1,9 +1,8 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::device_tensor;
 use crate::semantic::Ty;
-use crate::violation::Violation;
+use crate::violation::{Check, Violation};
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
 
@@ -33,7 +32,8 @@ declare_violation! {
 }
 
 impl Violation for HostIndexOnDeviceTensor {
-    const RULE: Rule = Rule::HostIndexOnDeviceTensor;
+    const CODE: &'static str = "GR302";
+    const NAME: &'static str = "host-index-on-device-tensor";
     const CAPTURED_ONLY: bool = true;
 
     fn message(&self) -> String {
@@ -45,6 +45,14 @@ impl Violation for HostIndexOnDeviceTensor {
 
     fn fix_title(&self) -> Option<String> {
         Some("Make the index a device tensor once, outside the step, and index with it".to_string())
+    }
+}
+
+impl Check for HostIndexOnDeviceTensor {
+    fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
+        if let Expr::Subscript(subscript) = expr {
+            host_index(checker, subscript);
+        }
     }
 }
 
@@ -65,7 +73,7 @@ fn host_index_kind(checker: &Checker, index: &Expr) -> Option<&'static str> {
 }
 
 /// GR302
-pub fn host_index(checker: &mut Checker, subscript: &ast::ExprSubscript) {
+fn host_index(checker: &mut Checker, subscript: &ast::ExprSubscript) {
     if !device_tensor(checker, &subscript.value) {
         return;
     }

@@ -1,9 +1,8 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::{argument, builtin_call, maybe_device_tensor, method_call};
 use crate::semantic::Ty;
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::{Ranged, TextRange};
 
@@ -42,8 +41,10 @@ declare_violation! {
 }
 
 impl Violation for HostScalarWrittenToDevice {
-    const RULE: Rule = Rule::HostScalarWrittenToDevice;
+    const CODE: &'static str = "GR303";
+    const NAME: &'static str = "host-scalar-written-to-device";
     const CAPTURED_ONLY: bool = true;
+    const CALLS: Calls = Calls::named(&["fill_", "full"]);
 
     fn message(&self) -> String {
         format!(
@@ -58,6 +59,25 @@ impl Violation for HostScalarWrittenToDevice {
              or compute it on the device"
                 .to_string(),
         )
+    }
+}
+
+impl Check for HostScalarWrittenToDevice {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        fill_call(checker, call);
+    }
+
+    fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+        track_device_reads(checker, stmt);
+        match stmt {
+            Stmt::Assign(assign) => {
+                for target in &assign.targets {
+                    subscript_store(checker, target, &assign.value);
+                }
+            }
+            Stmt::AugAssign(assign) => subscript_store(checker, &assign.target, &assign.value),
+            _ => {}
+        }
     }
 }
 
@@ -89,7 +109,7 @@ fn varies_per_call(checker: &Checker, expr: &Expr) -> bool {
     match expr {
         Expr::Name(name) => {
             let id = name.id.as_str();
-            checker.rule_state.device_reads.contains(id)
+            checker.rule_state.host_data.device_reads.contains(id)
                 || (checker.model.is_parameter(id)
                     && checker.ty(expr) == Ty::Host
                     && step_named(id))
@@ -116,7 +136,7 @@ fn varies_per_call(checker: &Checker, expr: &Expr) -> bool {
 }
 
 /// Remembers names holding host copies of device values, through assignments, `+=` and loops.
-pub fn track_device_reads<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+fn track_device_reads<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
     if let Stmt::For(ast::StmtFor { body, .. }) | Stmt::While(ast::StmtWhile { body, .. }) = stmt {
         // A running total bumped later in the body varies from its first use in the next
         // iteration: `offsets[g] = running * rows; running += counts[g]`.
@@ -124,7 +144,11 @@ pub fn track_device_reads<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
             if let Stmt::AugAssign(ast::StmtAugAssign { target, value, .. }) = stmt {
                 if let Expr::Name(name) = &**target {
                     if varies_per_call(checker, value) {
-                        checker.rule_state.device_reads.insert(name.id.as_str());
+                        checker
+                            .rule_state
+                            .host_data
+                            .device_reads
+                            .insert(name.id.as_str());
                     }
                 }
             }
@@ -138,8 +162,8 @@ pub fn track_device_reads<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
         Stmt::AugAssign(ast::StmtAugAssign { target, value, .. }) => match &**target {
             Expr::Name(name) => {
                 let id = name.id.as_str();
-                let varies =
-                    checker.rule_state.device_reads.contains(id) || varies_per_call(checker, value);
+                let varies = checker.rule_state.host_data.device_reads.contains(id)
+                    || varies_per_call(checker, value);
                 (name, varies)
             }
             _ => return,
@@ -150,7 +174,7 @@ pub fn track_device_reads<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
         },
         _ => return,
     };
-    let reads = &mut checker.rule_state.device_reads;
+    let reads = &mut checker.rule_state.host_data.device_reads;
     if varies {
         reads.insert(target.id.as_str());
     } else if !reads.is_empty() {
@@ -159,7 +183,7 @@ pub fn track_device_reads<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
 }
 
 /// `device_tensor[i] = value` and `device_tensor[i] += value`.
-pub fn subscript_store(checker: &mut Checker, target: &Expr, value: &Expr) {
+fn subscript_store(checker: &mut Checker, target: &Expr, value: &Expr) {
     let Expr::Subscript(subscript) = target else {
         return;
     };
@@ -177,7 +201,7 @@ pub fn subscript_store(checker: &mut Checker, target: &Expr, value: &Expr) {
 }
 
 /// `buf.fill_(value)` and `torch.full(shape, value, ...)`.
-pub fn fill_call(checker: &mut Checker, call: &ast::ExprCall) {
+fn fill_call(checker: &mut Checker, call: &ast::ExprCall) {
     let (form, value) = if crate::rules::callee(checker, call).as_deref() == Some("torch.full") {
         let on_device = crate::semantic::keyword(call, "device")
             .is_some_and(|device| crate::rules::is_device_target(checker, device));

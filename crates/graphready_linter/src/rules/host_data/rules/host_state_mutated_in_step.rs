@@ -1,9 +1,9 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::sync::rules::tensor_formatting::LOG_METHODS;
 use crate::semantic::Ty;
-use crate::violation::Violation;
+use crate::violation::{Check, Violation};
+use graphready_diagnostics::Severity;
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::Ranged;
@@ -46,7 +46,9 @@ declare_violation! {
 }
 
 impl Violation for HostStateMutatedInStep {
-    const RULE: Rule = Rule::HostStateMutatedInStep;
+    const CODE: &'static str = "GR304";
+    const NAME: &'static str = "host-state-mutated-in-step";
+    const SEVERITY: Severity = Severity::Warning;
     const CAPTURED_ONLY: bool = true;
 
     fn message(&self) -> String {
@@ -74,6 +76,27 @@ impl Violation for HostStateMutatedInStep {
     }
 }
 
+impl Check for HostStateMutatedInStep {
+    fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
+        if let Expr::Attribute(attribute) = expr {
+            self_read(checker, attribute);
+        }
+    }
+
+    fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+        match stmt {
+            Stmt::AugAssign(assign) => augmented(checker, assign),
+            Stmt::If(if_stmt) => lazy_flag(checker, if_stmt),
+            _ => {}
+        }
+        track_logging(checker, stmt);
+    }
+
+    fn function_exit(checker: &mut Checker) {
+        counters_read(checker);
+    }
+}
+
 /// `self.<attribute>`, when the receiver is the method's `self`.
 fn self_attribute<'e>(checker: &Checker, expr: &'e Expr) -> Option<&'e str> {
     let Expr::Attribute(attribute) = expr else {
@@ -86,7 +109,7 @@ fn self_attribute<'e>(checker: &Checker, expr: &'e Expr) -> Option<&'e str> {
 
 /// `self.step += 1`: remembered, and reported at the end of the function if the function also
 /// reads the attribute (a counter used as data or control flow, not a statistic).
-pub fn augmented<'a>(checker: &mut Checker<'a>, assign: &'a ast::StmtAugAssign) {
+fn augmented<'a>(checker: &mut Checker<'a>, assign: &'a ast::StmtAugAssign) {
     if !checker.in_captured_code() {
         return;
     }
@@ -100,12 +123,13 @@ pub fn augmented<'a>(checker: &mut Checker<'a>, assign: &'a ast::StmtAugAssign) 
     }
     checker
         .rule_state
+        .host_data
         .counters
         .push((attribute, assign.range()));
 }
 
 /// A read of `self.<attribute>`.
-pub fn self_read<'a>(checker: &mut Checker<'a>, attribute: &'a ast::ExprAttribute) {
+fn self_read<'a>(checker: &mut Checker<'a>, attribute: &'a ast::ExprAttribute) {
     if !matches!(attribute.ctx, ast::ExprContext::Load) {
         return;
     }
@@ -115,12 +139,14 @@ pub fn self_read<'a>(checker: &mut Checker<'a>, attribute: &'a ast::ExprAttribut
     if matches!(&*attribute.value, Expr::Name(n) if n.id.as_str() == self_name)
         && !checker
             .rule_state
+            .host_data
             .logging
             .iter()
             .any(|range| range.contains_range(attribute.range()))
     {
         checker
             .rule_state
+            .host_data
             .self_reads
             .insert(attribute.attr.id.as_str());
     }
@@ -128,25 +154,30 @@ pub fn self_read<'a>(checker: &mut Checker<'a>, attribute: &'a ast::ExprAttribut
 
 /// Remembers logging statements and the tests of blocks that only log: a counter read there is a
 /// statistic, not data.
-pub fn track_logging(checker: &mut Checker, stmt: &Stmt) {
+fn track_logging(checker: &mut Checker, stmt: &Stmt) {
     match stmt {
         Stmt::Expr(expr) if is_logging_call(&expr.value) => {
-            checker.rule_state.logging.push(expr.range());
+            checker.rule_state.host_data.logging.push(expr.range());
         }
         Stmt::If(if_stmt) if !has_work(&if_stmt.body) => {
-            checker.rule_state.logging.push(if_stmt.test.range());
+            checker
+                .rule_state
+                .host_data
+                .logging
+                .push(if_stmt.test.range());
         }
         _ => {}
     }
 }
 
 /// At the end of a function: the counters it also reads.
-pub fn counters_read(checker: &mut Checker) {
+fn counters_read(checker: &mut Checker) {
     let read: Vec<(String, ruff_text_size::TextRange)> = checker
         .rule_state
+        .host_data
         .counters
         .iter()
-        .filter(|(attribute, _)| checker.rule_state.self_reads.contains(attribute))
+        .filter(|(attribute, _)| checker.rule_state.host_data.self_reads.contains(attribute))
         .map(|(attribute, range)| ((*attribute).to_string(), *range))
         .collect();
     for (attribute, range) in read {
@@ -176,7 +207,7 @@ impl<'e> Visitor<'e> for TestAttributes<'_, '_, 'e> {
 }
 
 /// `if not self._initialized: ...; self._initialized = True`
-pub fn lazy_flag(checker: &mut Checker, if_stmt: &ast::StmtIf) {
+fn lazy_flag(checker: &mut Checker, if_stmt: &ast::StmtIf) {
     if checker.model.self_name().is_none() {
         return;
     }

@@ -1,8 +1,7 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::{builtin_call, method_call};
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
 
@@ -35,7 +34,9 @@ declare_violation! {
 }
 
 impl Violation for DeviceScalarAsSize {
-    const RULE: Rule = Rule::DeviceScalarAsSize;
+    const CODE: &'static str = "GR109";
+    const NAME: &'static str = "device-scalar-as-size";
+    const CALLS: Calls = Calls::Any;
 
     fn message(&self) -> String {
         format!(
@@ -52,8 +53,20 @@ impl Violation for DeviceScalarAsSize {
     }
 }
 
+impl Check for DeviceScalarAsSize {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        size_arguments(checker, call);
+    }
+
+    fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
+        if let Expr::Subscript(subscript) = expr {
+            slice_bounds(checker, subscript);
+        }
+    }
+}
+
 /// `x[a:b:c]` with a tensor bound.
-pub fn slice_bounds(checker: &mut Checker, subscript: &ast::ExprSubscript) {
+fn slice_bounds(checker: &mut Checker, subscript: &ast::ExprSubscript) {
     let slices: Vec<&ast::ExprSlice> = match &*subscript.slice {
         Expr::Slice(slice) => vec![slice],
         Expr::Tuple(tuple) => tuple
@@ -110,7 +123,7 @@ const SIZED_METHODS: &[&str] = &[
 ];
 
 /// `range(n)`, `torch.empty(n)`, `x.view(n, -1)` with tensor sizes.
-pub fn size_arguments(checker: &mut Checker, call: &ast::ExprCall) {
+fn size_arguments(checker: &mut Checker, call: &ast::ExprCall) {
     let (context, sizes): (&'static str, &[Expr]) = if builtin_call(checker, call) == Some("range")
     {
         ("a `range()` bound", &call.arguments.args)

@@ -1,9 +1,8 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::method_call;
 use crate::semantic::Ty;
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
 
@@ -40,7 +39,9 @@ declare_violation! {
 }
 
 impl Violation for ExplicitSynchronize {
-    const RULE: Rule = Rule::ExplicitSynchronize;
+    const CODE: &'static str = "GR107";
+    const NAME: &'static str = "explicit-synchronize";
+    const CALLS: Calls = Calls::Any;
 
     fn message(&self) -> String {
         format!("`{}` blocks the host until the GPU catches up", self.call)
@@ -51,6 +52,12 @@ impl Violation for ExplicitSynchronize {
     }
 }
 
+impl Check for ExplicitSynchronize {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        explicit_synchronize(checker, call);
+    }
+}
+
 /// Whether an expression is a stream or an event: a typed value or a call such as
 /// `torch.cuda.current_stream()`.
 fn is_stream_or_event(checker: &Checker, expr: &Expr) -> bool {
@@ -58,7 +65,7 @@ fn is_stream_or_event(checker: &Checker, expr: &Expr) -> bool {
 }
 
 /// GR107
-pub fn explicit_synchronize(checker: &mut Checker, call: &ast::ExprCall) {
+fn explicit_synchronize(checker: &mut Checker, call: &ast::ExprCall) {
     if let Some(qualified) = checker.model.qualified_name(&call.func) {
         if matches!(
             &*qualified,

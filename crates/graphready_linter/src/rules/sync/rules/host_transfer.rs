@@ -1,9 +1,8 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::{host_named, method_call};
 use crate::semantic::{is_cpu_move, Ty};
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;
 
@@ -37,7 +36,9 @@ declare_violation! {
 }
 
 impl Violation for HostTransfer {
-    const RULE: Rule = Rule::HostTransfer;
+    const CODE: &'static str = "GR103";
+    const NAME: &'static str = "host-transfer";
+    const CALLS: Calls = Calls::named(&["cpu", "to"]);
 
     fn message(&self) -> String {
         format!(
@@ -51,8 +52,14 @@ impl Violation for HostTransfer {
     }
 }
 
+impl Check for HostTransfer {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        host_transfer(checker, call);
+    }
+}
+
 /// GR103
-pub fn host_transfer(checker: &mut Checker, call: &ast::ExprCall) {
+fn host_transfer(checker: &mut Checker, call: &ast::ExprCall) {
     let Some((method, receiver)) = method_call(call) else {
         return;
     };

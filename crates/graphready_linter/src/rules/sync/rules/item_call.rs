@@ -1,9 +1,8 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::method_call;
 use crate::semantic::Ty;
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;
 
@@ -37,7 +36,9 @@ declare_violation! {
 }
 
 impl Violation for ItemCall {
-    const RULE: Rule = Rule::ItemCall;
+    const CODE: &'static str = "GR101";
+    const NAME: &'static str = "item-call";
+    const CALLS: Calls = Calls::named(&["item"]);
 
     fn message(&self) -> String {
         "`.item()` copies a device value to the host and synchronises the stream".to_string()
@@ -51,8 +52,14 @@ impl Violation for ItemCall {
     }
 }
 
+impl Check for ItemCall {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        item_call(checker, call);
+    }
+}
+
 /// GR101
-pub fn item_call(checker: &mut Checker, call: &ast::ExprCall) {
+fn item_call(checker: &mut Checker, call: &ast::ExprCall) {
     let Some(("item", receiver)) = method_call(call) else {
         return;
     };

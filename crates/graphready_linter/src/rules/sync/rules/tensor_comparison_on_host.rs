@@ -1,9 +1,8 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::method_call;
 use crate::semantic::Ty;
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;
 
@@ -36,7 +35,9 @@ declare_violation! {
 }
 
 impl Violation for TensorComparisonOnHost {
-    const RULE: Rule = Rule::TensorComparisonOnHost;
+    const CODE: &'static str = "GR106";
+    const NAME: &'static str = "tensor-comparison-on-host";
+    const CALLS: Calls = Calls::Any;
 
     fn message(&self) -> String {
         format!(
@@ -50,8 +51,14 @@ impl Violation for TensorComparisonOnHost {
     }
 }
 
+impl Check for TensorComparisonOnHost {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        tensor_comparison_on_host(checker, call);
+    }
+}
+
 /// GR106
-pub fn tensor_comparison_on_host(checker: &mut Checker, call: &ast::ExprCall) {
+fn tensor_comparison_on_host(checker: &mut Checker, call: &ast::ExprCall) {
     if let Some(qualified) = checker.model.qualified_name(&call.func) {
         let name = match &*qualified {
             "torch.equal" => "torch.equal",

@@ -1,8 +1,7 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::{builtin_call, method_call};
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast, Expr, InterpolatedStringElement};
 use ruff_text_size::Ranged;
 
@@ -32,7 +31,9 @@ declare_violation! {
 }
 
 impl Violation for TensorFormatting {
-    const RULE: Rule = Rule::TensorFormatting;
+    const CODE: &'static str = "GR108";
+    const NAME: &'static str = "tensor-formatting";
+    const CALLS: Calls = Calls::Any;
 
     fn message(&self) -> String {
         format!(
@@ -46,6 +47,20 @@ impl Violation for TensorFormatting {
             "Log host metadata (`.shape`, `.dtype`) instead, or format outside the captured step"
                 .to_string(),
         )
+    }
+}
+
+impl Check for TensorFormatting {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        formatting_call(checker, call);
+    }
+
+    fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
+        match expr {
+            Expr::FString(fstring) => self::fstring(checker, fstring),
+            Expr::BinOp(binop) => percent_format(checker, binop),
+            _ => {}
+        }
     }
 }
 
@@ -78,7 +93,7 @@ fn is_logger(checker: &Checker, receiver: &Expr) -> bool {
 }
 
 /// `print(t)`, `str(t)`, `repr(t)`, `"...".format(t)`, `logger.info(..., t)`.
-pub fn formatting_call(checker: &mut Checker, call: &ast::ExprCall) {
+fn formatting_call(checker: &mut Checker, call: &ast::ExprCall) {
     let how = match builtin_call(checker, call) {
         Some("print") => "`print()`",
         Some("str") => "`str()`",
@@ -109,7 +124,7 @@ pub fn formatting_call(checker: &mut Checker, call: &ast::ExprCall) {
 }
 
 /// `f"{t}"`.
-pub fn fstring(checker: &mut Checker, fstring: &ast::ExprFString) {
+fn fstring(checker: &mut Checker, fstring: &ast::ExprFString) {
     let tensors: Vec<_> = fstring
         .value
         .elements()
@@ -128,7 +143,7 @@ pub fn fstring(checker: &mut Checker, fstring: &ast::ExprFString) {
 }
 
 /// `"%s" % t` and `"%s %s" % (a, t)`.
-pub fn percent_format(checker: &mut Checker, binop: &ast::ExprBinOp) {
+fn percent_format(checker: &mut Checker, binop: &ast::ExprBinOp) {
     if !matches!(binop.op, ast::Operator::Mod) || !matches!(&*binop.left, Expr::StringLiteral(_)) {
         return;
     }

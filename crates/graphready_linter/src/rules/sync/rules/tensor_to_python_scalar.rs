@@ -1,8 +1,7 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::builtin_call;
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;
 
@@ -33,7 +32,9 @@ declare_violation! {
 }
 
 impl Violation for TensorToPythonScalar {
-    const RULE: Rule = Rule::TensorToPythonScalar;
+    const CODE: &'static str = "GR105";
+    const NAME: &'static str = "tensor-to-python-scalar";
+    const CALLS: Calls = Calls::named(&["int", "float", "complex"]);
 
     fn message(&self) -> String {
         format!(
@@ -47,8 +48,14 @@ impl Violation for TensorToPythonScalar {
     }
 }
 
+impl Check for TensorToPythonScalar {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        tensor_to_python_scalar(checker, call);
+    }
+}
+
 /// GR105
-pub fn tensor_to_python_scalar(checker: &mut Checker, call: &ast::ExprCall) {
+fn tensor_to_python_scalar(checker: &mut Checker, call: &ast::ExprCall) {
     let Some(builtin @ ("int" | "float" | "complex")) = builtin_call(checker, call) else {
         return;
     };

@@ -1,8 +1,7 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::builtin_call;
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
 
@@ -42,7 +41,9 @@ declare_violation! {
 }
 
 impl Violation for TensorTruthiness {
-    const RULE: Rule = Rule::TensorTruthiness;
+    const CODE: &'static str = "GR104";
+    const NAME: &'static str = "tensor-truthiness";
+    const CALLS: Calls = Calls::named(&["bool"]);
 
     fn message(&self) -> String {
         format!(
@@ -60,6 +61,25 @@ impl Violation for TensorTruthiness {
     }
 }
 
+impl Check for TensorTruthiness {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        bool_call(checker, call);
+    }
+
+    fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
+        match expr {
+            Expr::BoolOp(bool_op) => self::bool_op(checker, bool_op),
+            Expr::UnaryOp(unary) => not_op(checker, unary),
+            Expr::If(if_expr) => test_position(checker, &if_expr.test),
+            _ => {}
+        }
+    }
+
+    fn truth_test<'a>(checker: &mut Checker<'a>, test: &'a Expr) {
+        test_position(checker, test);
+    }
+}
+
 fn report(checker: &mut Checker, expr: &Expr, context: &'static str) {
     if checker.is_tensor(expr) {
         checker.report(TensorTruthiness { context }, expr.range());
@@ -70,7 +90,7 @@ fn report(checker: &mut Checker, expr: &Expr, context: &'static str) {
 ///
 /// `and`/`or`/`not` are handled where they stand (see [`bool_op`] and [`not_op`]), except for the
 /// last operand of a boolean operation, whose truth value only a test position takes.
-pub fn test_position(checker: &mut Checker, test: &Expr) {
+fn test_position(checker: &mut Checker, test: &Expr) {
     match test {
         Expr::BoolOp(bool_op) => {
             let Some((last, earlier)) = bool_op.values.split_last() else {
@@ -93,7 +113,7 @@ pub fn test_position(checker: &mut Checker, test: &Expr) {
 }
 
 /// `a and b` / `a or b`: every operand but the last is truth-tested.
-pub fn bool_op(checker: &mut Checker, bool_op: &ast::ExprBoolOp) {
+fn bool_op(checker: &mut Checker, bool_op: &ast::ExprBoolOp) {
     let context = match bool_op.op {
         ast::BoolOp::And => "`and`",
         ast::BoolOp::Or => "`or`",
@@ -118,7 +138,7 @@ fn guards_rest(checker: &Checker, op: ast::BoolOp, operand: &Expr) -> bool {
 }
 
 /// `not t`.
-pub fn not_op(checker: &mut Checker, unary: &ast::ExprUnaryOp) {
+fn not_op(checker: &mut Checker, unary: &ast::ExprUnaryOp) {
     if !matches!(unary.op, ast::UnaryOp::Not) {
         return;
     }
@@ -129,7 +149,7 @@ pub fn not_op(checker: &mut Checker, unary: &ast::ExprUnaryOp) {
 }
 
 /// `bool(t)`.
-pub fn bool_call(checker: &mut Checker, call: &ast::ExprCall) {
+fn bool_call(checker: &mut Checker, call: &ast::ExprCall) {
     if builtin_call(checker, call) != Some("bool") || call.arguments.args.len() != 1 {
         return;
     }

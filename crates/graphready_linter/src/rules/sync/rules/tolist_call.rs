@@ -1,9 +1,8 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::registry::Rule;
 use crate::rules::{host_named, method_call};
 use crate::semantic::Ty;
-use crate::violation::Violation;
+use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;
 
@@ -36,7 +35,9 @@ declare_violation! {
 }
 
 impl Violation for TolistCall {
-    const RULE: Rule = Rule::TolistCall;
+    const CODE: &'static str = "GR102";
+    const NAME: &'static str = "tolist-call";
+    const CALLS: Calls = Calls::named(&["tolist"]);
 
     fn message(&self) -> String {
         "`.tolist()` copies a device tensor to the host and synchronises the stream".to_string()
@@ -50,8 +51,14 @@ impl Violation for TolistCall {
     }
 }
 
+impl Check for TolistCall {
+    fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
+        tolist_call(checker, call);
+    }
+}
+
 /// GR102
-pub fn tolist_call(checker: &mut Checker, call: &ast::ExprCall) {
+fn tolist_call(checker: &mut Checker, call: &ast::ExprCall) {
     let Some(("tolist", receiver)) = method_call(call) else {
         return;
     };
