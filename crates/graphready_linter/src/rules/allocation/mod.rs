@@ -1,12 +1,13 @@
 //! GR4xx: allocations in the step and memory that is read before anything wrote it.
 
+mod buffers;
 pub mod rules;
 
 /// What the allocation rules remember about the function being visited.
 #[derive(Debug, Default)]
 pub struct State<'a> {
     /// GR404: buffers allocated without initialisation, and what happened to them.
-    pub buffers: Vec<rules::uninitialized_partial_write::Buffer<'a>>,
+    pub buffers: Vec<buffers::Buffer<'a>>,
 }
 
 /// `torch.<factory>` functions that allocate a fresh tensor from a size.
