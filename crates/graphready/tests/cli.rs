@@ -440,3 +440,58 @@ fn per_step_allocation_is_opt_in() {
     assert_eq!(codes(&["--select", "GR401"]), vec!["GR401".to_string()]);
     assert_eq!(codes(&["--select", "ALL"]), vec!["GR401".to_string()]);
 }
+
+/// line → codes expected there, from `# error: GR101 GR104` markers.
+fn expected_markers(source: &str) -> std::collections::BTreeMap<u32, Vec<String>> {
+    let mut expected = std::collections::BTreeMap::new();
+    for (index, line) in source.lines().enumerate() {
+        if let Some((_, markers)) = line.split_once("# error:") {
+            let mut codes: Vec<String> = markers
+                .split_whitespace()
+                .take_while(|word| word.starts_with("GR"))
+                .map(str::to_string)
+                .collect();
+            codes.sort();
+            expected.insert(index as u32 + 1, codes);
+        }
+    }
+    expected
+}
+
+fn findings_by_line(report: &Value) -> std::collections::BTreeMap<u32, Vec<String>> {
+    let mut actual: std::collections::BTreeMap<u32, Vec<String>> = Default::default();
+    for finding in report["findings"].as_array().unwrap() {
+        let line = finding["span"]["start"]["line"].as_u64().unwrap() as u32;
+        actual
+            .entry(line)
+            .or_default()
+            .push(finding["code"].as_str().unwrap().to_string());
+    }
+    for codes in actual.values_mut() {
+        codes.sort();
+    }
+    actual
+}
+
+/// The configuration's `debug-guards` reach the checker: code under them is not reported.
+#[test]
+fn configured_debug_guards_silence_debug_only_code() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("graphready.toml"),
+        "debug-guards = [\"VERBOSE >= 2\"]\n",
+    )
+    .unwrap();
+    let fixture = repo_root()
+        .join("crates/graphready_linter/resources/test/fixtures/sync/GR104_debug_guards.py");
+    let target = dir.path().join("GR104_debug_guards.py");
+    std::fs::copy(&fixture, &target).unwrap();
+    let output = graphready()
+        .args(["check", "--output-format", "json"])
+        .arg(&target)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let source = std::fs::read_to_string(&fixture).unwrap();
+    assert_eq!(findings_by_line(&report), expected_markers(&source));
+}

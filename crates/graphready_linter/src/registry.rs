@@ -173,6 +173,24 @@ impl Rule {
         out
     }
 
+    /// The rule's page (`graphready rule CODE`, `docs/rules/CODE.md`): a title line, the
+    /// family, severity and selection, then the doc comment.
+    pub fn page(self) -> String {
+        let selection = if self.is_opt_in() {
+            " Opt-in: runs only when selected by code, prefix or `ALL`."
+        } else {
+            ""
+        };
+        format!(
+            "# {} ({})\n\nFamily: {}. Default severity: {}.{selection}\n\n{}",
+            self.name(),
+            self.code(),
+            self.family().as_str(),
+            self.severity(),
+            self.docs()
+        )
+    }
+
     /// The first paragraph under `## What it does`, as one line.
     pub fn summary(self) -> String {
         let docs = self.docs();

@@ -11,25 +11,8 @@ pub fn run_rule(code: &str) -> Result<ExitCode> {
     let Some(rule) = Rule::from_code(code) else {
         bail!("unknown rule `{code}`; `graphready rules` lists them");
     };
-    write_stdout(&rule_markdown(rule))?;
+    write_stdout(&rule.page())?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// The page for one rule: a title line, then the doc comment.
-pub fn rule_markdown(rule: Rule) -> String {
-    let selection = if rule.is_opt_in() {
-        " Opt-in: runs only when selected by code, prefix or `ALL`."
-    } else {
-        ""
-    };
-    format!(
-        "# {} ({})\n\nFamily: {}. Default severity: {}.{selection}\n\n{}",
-        rule.name(),
-        rule.code(),
-        rule.family().as_str(),
-        rule.severity(),
-        rule.docs()
-    )
 }
 
 pub fn run_rules(format: RulesFormat) -> Result<ExitCode> {
