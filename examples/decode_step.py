@@ -13,7 +13,7 @@ logger = logging.getLogger(__name__)
 
 
 def pack_ue8m0_to_int(x: torch.Tensor) -> torch.Tensor:
-    """DeepGEMM's original helper (seed 000): the asserts sync inside capture."""
+    """DeepGEMM's original helper (issue #414): the asserts sync inside capture."""
     assert x.dtype == torch.float and x.size(-1) % 4 == 0
     x_int = x.view(torch.int)
     assert (x_int >= 0).all() and (x_int & 0x7FFFFF == 0).all()

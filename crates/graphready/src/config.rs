@@ -3,9 +3,9 @@
 
 use anyhow::{bail, Context, Result};
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use graphready_linter::hot_path::HotPathSettings;
 use graphready_linter::registry::rules_matching;
 use graphready_linter::settings::{DebugGuard, DEFAULT_CAPTURE_PREDICATES};
+use graphready_linter::HotPathSettings;
 use graphready_linter::{RuleSet, Settings};
 use serde::Deserialize;
 use std::collections::BTreeMap;

@@ -4,8 +4,8 @@
 
 use crate::config::{self, FileFilters, Overrides};
 use anyhow::Result;
-use graphready_linter::hot_path::HotPathSettings;
 use graphready_linter::project::{self, ProjectReport, Scope, SourceFile};
+use graphready_linter::HotPathSettings;
 use graphready_linter::Settings;
 use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};

@@ -81,7 +81,7 @@ pub struct ChainLink {
     /// Qualified name inside its module, e.g. `Model.forward`.
     pub function: String,
     pub path: String,
-    /// The line of the `def`, or of the call site for every link but the first.
+    /// The line of the function's `def`.
     pub line: u32,
 }
 

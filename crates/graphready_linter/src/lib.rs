@@ -6,7 +6,7 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 mod checker;
-pub mod hot_path;
+mod hot_path;
 mod noqa;
 pub mod project;
 pub mod registry;
@@ -18,6 +18,7 @@ mod util;
 mod violation;
 
 pub use graphready_diagnostics::{Diagnostic, Location, Reach, Severity, Span};
+pub use hot_path::HotPathSettings;
 pub use registry::{Rule, RuleSet};
 pub use settings::Settings;
 
@@ -42,11 +43,11 @@ pub fn mentions_torch(source: &[u8]) -> bool {
 }
 
 /// Return types of functions in other modules, by qualified name (`pkg.mod.helper`).
-pub type ExternalReturns = rustc_hash::FxHashMap<String, semantic::Ty>;
+pub(crate) type ExternalReturns = rustc_hash::FxHashMap<String, semantic::Ty>;
 
 /// The findings of one file and what the project-wide analysis needs from it.
 #[derive(Debug, Default)]
-pub struct FileAnalysis {
+pub(crate) struct FileAnalysis {
     pub diagnostics: Vec<Diagnostic>,
     pub summary: summary::ModuleSummary,
 }
@@ -156,7 +157,12 @@ fn locate(
 }
 
 /// The diagnostic for a file that could not be read, decoded or parsed.
-pub fn unreadable(source: &str, path: &str, range: TextRange, message: String) -> Diagnostic {
+pub(crate) fn unreadable(
+    source: &str,
+    path: &str,
+    range: TextRange,
+    message: String,
+) -> Diagnostic {
     let index = LineIndex::from_source_text(source);
     let range = clamp(range, source);
     Diagnostic {

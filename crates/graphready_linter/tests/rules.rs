@@ -4,9 +4,9 @@
 //! conventions that keep the rule set consistent.
 
 use graphready_diagnostics::{text, Diagnostic, FileDiagnostics};
-use graphready_linter::hot_path::HotPathSettings;
 use graphready_linter::project::{self, Options, Scope, SourceFile};
 use graphready_linter::registry::Family;
+use graphready_linter::HotPathSettings;
 use graphready_linter::{Rule, RuleSet, Settings};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

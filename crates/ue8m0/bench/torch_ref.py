@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch reference chain for the ue8m0 crate, run on the GPU machine by scripts/gpu/ue8m0.sh.
 
-1. Cross-check: the torch chain of DeepGEMM's helpers (deep_gemm/utils/math.py, as quoted in the
-   seeds: ceil_to_ue8m0, pack_ue8m0_to_int, per_token_cast_to_fp8, and the torch version of the
+1. Cross-check: the torch chain of DeepGEMM's helpers (deep_gemm/utils/math.py:
+   ceil_to_ue8m0, pack_ue8m0_to_int, per_token_cast_to_fp8, and the torch version of the
    MN-major TMA-aligned packed layout) on the inputs gpu_bench dumped, compared bit for bit with the
    crate's CUDA outputs.
 2. Benchmark: the same chains on the shapes of gpu_bench, GB/s with the same byte counts, and the
@@ -29,7 +29,7 @@ def ceil_to_ue8m0(x):
 
 
 def pack_ue8m0_to_int_checked(x):
-    """DeepGEMM main: validates with two device->host syncs (breaks graph capture, seed 000)."""
+    """DeepGEMM main: validates with two device->host syncs (breaks graph capture, DeepGEMM issue #414)."""
     assert x.dtype == torch.float and x.size(-1) % 4 == 0
     x_int = x.view(torch.int)
     assert (x_int >= 0).all() and (x_int & 0x7FFFFF == 0).all()
@@ -43,7 +43,7 @@ def pack_ue8m0_to_int(x):
 
 
 def validate_bits(x):
-    """Seed 000's eager bit-level validation."""
+    """The capture-gated fix proposed for DeepGEMM issue #414: eager bit-level validation."""
     bits = x.view(torch.int)
     return bool(((bits >> 31) == 0).all()) and bool(((bits & 0x7FFFFF) == 0).all())
 

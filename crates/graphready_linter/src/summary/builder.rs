@@ -399,11 +399,10 @@ impl<'a> SummaryBuilder<'a> {
             self.summary.imported_callees.insert(qualified.to_string());
         }
         let targets = self.call_targets(model, &call.func);
-        let line = self.line_of(call.range().start());
         let capturing = self.capture_depth > 0;
         if let Some(function) = self.building.last_mut() {
             for target in targets {
-                let site = CallSite { target, line };
+                let site = CallSite { target };
                 if capturing {
                     function.captured_calls.push(site);
                 } else {
@@ -440,14 +439,11 @@ impl<'a> SummaryBuilder<'a> {
             Expr::List(list) => list.elts.iter().collect(),
             other => vec![other],
         };
-        let line = self.line_of(call.range().start());
         for callable in callables {
             for target in self.call_targets(model, callable) {
-                self.summary.callable_entries.push(CallableEntry {
-                    target,
-                    line,
-                    reason,
-                });
+                self.summary
+                    .callable_entries
+                    .push(CallableEntry { target, reason });
             }
         }
     }

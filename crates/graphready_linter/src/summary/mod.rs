@@ -47,7 +47,6 @@ impl CallTarget {
 #[derive(Debug, Clone)]
 pub struct CallSite {
     pub target: CallTarget,
-    pub line: u32,
 }
 
 /// Why a function is an entry point or an eager break, as found in source.
@@ -83,7 +82,6 @@ pub struct FunctionSummary {
 #[derive(Debug, Clone, Default)]
 pub struct ClassSummary {
     pub name: String,
-    pub line: u32,
     pub bases: Vec<Ref>,
     /// Whether a base is `torch.nn.Module` itself.
     pub direct_module: bool,
@@ -99,7 +97,6 @@ pub struct ClassSummary {
 #[derive(Debug, Clone)]
 pub struct CallableEntry {
     pub target: CallTarget,
-    pub line: u32,
     pub reason: EntryReason,
 }
 

@@ -5,7 +5,6 @@ use crate::semantic::SemanticModel;
 use crate::summary::{ClassSummary, Ref};
 use crate::util::last_segment;
 use ruff_python_ast::{self as ast, Expr, Stmt};
-use ruff_text_size::Ranged;
 
 impl<'a> SummaryBuilder<'a> {
     /// The summary of a class (`name` qualified inside the module): bases, the instances its
@@ -35,7 +34,6 @@ impl<'a> SummaryBuilder<'a> {
         });
         let mut summary = ClassSummary {
             name,
-            line: self.line_of(class.name.range().start()),
             bases,
             direct_module,
             compiled,

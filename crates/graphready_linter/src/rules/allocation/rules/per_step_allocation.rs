@@ -18,9 +18,10 @@ declare_violation! {
     /// Inside a graph each allocation comes from the graph's private memory pool and stays
     /// reserved for the graph's lifetime, once per captured bucket; outside a graph it is a trip
     /// through the caching allocator every step. Neither is wrong, but a step that writes into
-    /// buffers allocated once is smaller, faster and easier to keep graph-safe. Seed 002 removed
-    /// every per-step allocation from its decode step: `torch.zeros` in the scale assembler,
-    /// `torch.full` for the MoE scales, `torch.empty` outputs and a `.clone()` of the state.
+    /// buffers allocated once is smaller, faster and easier to keep graph-safe: typical fixes turn
+    /// a `torch.zeros` scale buffer into a preallocated one, `torch.full` into `fill_`, an
+    /// `empty` output into an `out=` buffer and a `.clone()` of the state into a copy into a
+    /// preallocated buffer.
     ///
     /// ## Example
     /// ```python

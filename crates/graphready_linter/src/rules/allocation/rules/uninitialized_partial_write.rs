@@ -13,10 +13,11 @@ declare_violation! {
     ///
     /// ## Why is this bad?
     /// `torch.empty` memory holds whatever was there before. The rows nobody wrote are garbage,
-    /// and a consumer that reads the whole buffer reads them. Seed 004: an fp32 UE8M0 scale
+    /// and a consumer that reads the whole buffer reads them. A real case: an fp32 UE8M0 scale
     /// buffer allocated with `torch.empty` was written by a masked kernel only below
-    /// `masked_m`; DeepGEMM's layout transform validates every row, hit a non-power-of-two in the
-    /// padding, and the device assert poisoned the CUDA context (error 719) during decode graph
+    /// `masked_m`; DeepGEMM's scale-layout transform (`smxx_layout.cuh`) asserts on the device
+    /// that every value, padding rows included, is a power of two, hit garbage in the padding,
+    /// and the device assert poisoned the CUDA context (error 719) during decode graph
     /// capture. Whether it happens depends on what the allocator hands out, so it comes and goes.
     ///
     /// ## Example

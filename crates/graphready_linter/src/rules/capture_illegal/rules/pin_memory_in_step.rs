@@ -14,7 +14,8 @@ declare_violation! {
     /// ## Why is this bad?
     /// Pinning allocates page-locked memory with `cudaHostAlloc`, which synchronises and is not
     /// allowed while a stream is capturing. Pinned buffers are meant to be allocated once and
-    /// reused: seed 002's token and position transfers use pinned buffers made at init.
+    /// reused: serving engines stage per-step tokens and positions in pinned buffers made at
+    /// init.
     ///
     /// ## Example
     /// ```python

@@ -16,8 +16,8 @@ declare_violation! {
     /// ## Why is this bad?
     /// To allocate the output, PyTorch must learn its size on the host: the stream synchronises.
     /// Inside a CUDA graph capture that fails, and a graph could not replay a different shape
-    /// anyway. Seed 002 replaced `torch.bincount` of the MoE router with `scatter_add_` into a
-    /// preallocated `tokens_per_expert` buffer for this reason.
+    /// anyway. The usual fix for an MoE router's `torch.bincount` is `scatter_add_` into a
+    /// preallocated `tokens_per_expert` buffer of fixed shape.
     ///
     /// ## Example
     /// ```python

@@ -13,7 +13,7 @@ declare_violation! {
     /// ## Why is this bad?
     /// `.tolist()` synchronises, and the pieces' shapes then follow the data, so a captured graph
     /// could not replay them even if the read were allowed. Per-expert token counts are the usual
-    /// source (seed 002 §C, MoE dispatch).
+    /// source (MoE dispatch).
     ///
     /// ## Example
     /// ```python

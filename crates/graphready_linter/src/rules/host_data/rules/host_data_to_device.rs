@@ -18,8 +18,8 @@ declare_violation! {
     /// Each of these is a host→device copy from pageable memory, which a CUDA graph cannot
     /// record: capture fails. Where it is recorded (pinned memory), the graph bakes in the host
     /// address and the values seen at capture time, so replay silently reuses stale inputs.
-    /// Seed 002 moved the next token and positions into preallocated pinned buffers copied with
-    /// `copy_(..., non_blocking=True)`.
+    /// Serving engines keep per-step inputs (next tokens, positions) in preallocated pinned
+    /// buffers and copy them into static device buffers with `copy_(..., non_blocking=True)`.
     ///
     /// ## Example
     /// ```python

@@ -20,8 +20,9 @@ declare_violation! {
     /// ## Why is this bad?
     /// The write becomes a fill kernel whose value is a kernel argument, frozen when the graph is
     /// captured. Every replay writes the capture-time value again: no error, silently wrong
-    /// results. Seed 002 replaced `dec_tid_buf[0] = python_int` with a pinned buffer and
-    /// `copy_`, and `expert_offsets[g] = python_int * padded_rows` with device arithmetic.
+    /// results. The graph-safe forms: write the per-step values into a pinned host buffer and
+    /// `copy_` it into the device buffer, or compute them with device arithmetic
+    /// (`expert_offsets = group_ids * padded_rows`).
     ///
     /// ## Example
     /// ```python

@@ -14,8 +14,9 @@ declare_violation! {
     /// `.item()` copies one value to the host and waits for every kernel queued before it: a
     /// device→host synchronisation. Inside a CUDA graph capture it raises
     /// `cudaErrorStreamCaptureUnsupported` (or invalidates the capture, reported only at
-    /// `capture_end`); outside capture it stalls the pipeline every step. Seed 002 found 122 such
-    /// syncs per step in one `post_block`.
+    /// `capture_end`); outside capture it stalls the pipeline every step, once per call site and
+    /// layer: one `x.abs().max().item()` in a residual block of a 61-layer model is 122 syncs per
+    /// decode step.
     ///
     /// ## Example
     /// ```python

@@ -14,8 +14,9 @@ declare_violation! {
     ///
     /// ## Why is this bad?
     /// Python needs a host `bool` to pick a branch, so the tensor is copied to the host and the
-    /// stream drained. Inside a CUDA graph capture this fails (seed 000: DeepGEMM's
-    /// `assert (x_int >= 0).all()` broke SGLang's decode graph); outside it, every step stalls.
+    /// stream drained. Inside a CUDA graph capture this fails (DeepGEMM issue #414:
+    /// `pack_ue8m0_to_int`'s `assert (x_int >= 0).all()` broke SGLang's decode graph); outside
+    /// it, every step stalls.
     /// A captured graph also cannot follow a data-dependent branch: it replays the branch taken
     /// during capture.
     ///
