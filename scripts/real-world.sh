@@ -5,7 +5,15 @@
 # was killed.
 #
 # Usage: scripts/real-world.sh [-h] [--download-only] [TREE_NAME...]
+#        scripts/real-world.sh layout NAME==VERSION...
+#        scripts/real-world.sh eval [ARGS...]
 #   TREE_NAME   any of: vllm sglang transformers   (default: all three)
+#   layout      only download (`pip download --no-deps`) and unpack the given
+#               PyPI releases, each into its own tree $CORPUS/NAME-VERSION
+#               (e.g. vllm==0.27.0, sgl-deep-gemm==0.2.5 for DeepGEMM), and
+#               print each tree's path on stdout; runs nothing
+#   eval        run scripts/eval-real-world.py (the real-code evaluation set in
+#               eval/cases.toml; see its --help) with ARGS
 #
 # Environment:
 #   CORPUS        where wheels are downloaded and unpacked, and reports written
@@ -23,6 +31,25 @@
 set -euo pipefail
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
+
+if [ "${1:-}" = eval ]; then
+    shift
+    exec "${PYTHON:-python3}" "$(dirname "${BASH_SOURCE[0]}")/eval-real-world.py" "$@"
+fi
+LAYOUT=0
+SPECS=()
+if [ "${1:-}" = layout ]; then
+    LAYOUT=1
+    shift
+    [ $# -gt 0 ] || { echo "error: layout needs at least one NAME==VERSION" >&2; exit 2; }
+    for spec in "$@"; do
+        case "$spec" in
+            [A-Za-z0-9]*==[0-9]*) SPECS+=("$spec") ;;
+            *) echo "error: layout takes NAME==VERSION, got: $spec" >&2; exit 2 ;;
+        esac
+    done
+    set --
+fi
 
 DOWNLOAD_ONLY=0
 NAMES=()
@@ -65,11 +92,14 @@ version_of() {
     esac
 }
 
-# Print the downloaded archive for NAME VERSION, if any (wheel preferred).
+# Print the downloaded archive for NAME VERSION, if any (wheel preferred). Wheel
+# file names spell dashes as underscores (sgl-deep-gemm -> sgl_deep_gemm-...).
 find_archive() {
-    local name="$1" version="$2" f
-    for f in "$DL/$name-$version"-*.whl "$DL/$name-$version".tar.gz "$DL/$name-$version".zip; do
-        [ -f "$f" ] && { echo "$f"; return 0; }
+    local name="$1" version="$2" f n
+    for n in "$name" "${name//-/_}"; do
+        for f in "$DL/$n-$version"-*.whl "$DL/$n-$version".tar.gz "$DL/$n-$version".zip; do
+            [ -f "$f" ] && { echo "$f"; return 0; }
+        done
     done
     return 1
 }
@@ -83,12 +113,16 @@ fetch() {
     # First try what pip picks for this interpreter; vLLM and SGLang publish
     # platform wheels, so fall back to asking for CPython 3.11 / manylinux x86_64
     # wheels explicitly (the code is the same; only the native parts differ).
+    # Releases differ in their glibc tag (vLLM 0.19 is manylinux_2_31, 0.20 is
+    # 2_35, 0.21 is 2_24), hence the whole range.
     if ! "$PYTHON" -m pip download --no-deps --disable-pip-version-check -q -d "$DL" "$name==$version" >&2; then
         echo ">> retrying $name==$version as a cp311 manylinux x86_64 wheel" >&2
+        local -a plats=()
+        local g
+        for g in $(seq 40 -1 17); do plats+=(--platform "manylinux_2_${g}_x86_64"); done
         "$PYTHON" -m pip download --no-deps --disable-pip-version-check -q -d "$DL" \
             --only-binary=:all: --python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none \
-            --platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64 \
-            --platform manylinux2014_x86_64 --platform any \
+            "${plats[@]}" --platform manylinux2014_x86_64 --platform any \
             "$name==$version" >&2
     fi
     find_archive "$name" "$version" || {
@@ -97,8 +131,9 @@ fetch() {
     }
 }
 
+# unpack NAME ARCHIVE [DEST]: DEST defaults to $CORPUS/NAME.
 unpack() {
-    local name="$1" archive="$2" dest="$CORPUS/$1" stamp
+    local name="$1" archive="$2" dest="${3:-$CORPUS/$1}" stamp
     stamp="$dest/.gr-unpacked-from"
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$(basename "$archive")" ]; then
         return 0
@@ -113,6 +148,17 @@ unpack() {
     basename "$archive" > "$dest.partial/.gr-unpacked-from"
     mv "$dest.partial" "$dest"
 }
+
+if [ "$LAYOUT" -eq 1 ]; then
+    for spec in "${SPECS[@]}"; do
+        name="${spec%%==*}"
+        version="${spec#*==}"
+        archive="$(fetch "$name" "$version")"
+        unpack "$name" "$archive" "$CORPUS/$name-$version"
+        echo "$CORPUS/$name-$version"
+    done
+    exit 0
+fi
 
 for name in "${NAMES[@]}"; do
     archive="$(fetch "$name" "$(version_of "$name")")"
