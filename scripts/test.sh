@@ -8,8 +8,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cargo test --workspace
 
 if [ -d python/tests ]; then
-    if ! python3 -c "import pytest" 2>/dev/null; then
-        python3 -m pip install --quiet "pytest>=7"
+    if ! python3 -c "import pytest, yaml" 2>/dev/null; then
+        python3 -m pip install --quiet "pytest>=7" "pyyaml>=6"
     fi
     (cd python && python3 -m pytest -q tests)
 fi

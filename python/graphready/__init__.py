@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 from .target import ProbeTarget
 
 __all__ = ["ProbeTarget", "NotCapturable", "ProbeEnvironmentError", "probe", "assert_capturable"]
-__version__ = "0.1.0"
+from ._version import __version__
 
 
 class NotCapturable(AssertionError):

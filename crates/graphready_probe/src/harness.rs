@@ -16,6 +16,9 @@ macro_rules! harness_files {
 
 harness_files!(
     "__init__.py",
+    "__main__.py",
+    "_find_bin.py",
+    "_version.py",
     "compare.py",
     "events.py",
     "frames.py",
