@@ -76,3 +76,31 @@ def test_a_device_assert_while_poisoning_is_told_apart_by_a_re_run_without_poiso
     assert again["uninitialized"]["status"] == "pass", describe(again)
     assert again["timing"]["status"] == "pass"
     assert again["sync_scan"]["status"] == "skipped" and again["capture"]["status"] == "pass"
+
+
+def test_declared_state_and_reset_reach_every_run():
+    import graphready
+
+    def factory(bucket):
+        cache = torch.zeros(bucket, 8, device="cuda")
+        length = torch.zeros((), dtype=torch.long, device="cuda")
+        calls = {"n": 0}
+        x = torch.randn(bucket, 8, device="cuda")
+
+        def step(x):
+            calls["n"] += 1  # a Python counter that reaches the output through a host scalar
+            cache.add_(x)
+            length.add_(1)
+            return cache * length + calls["n"]
+
+        def reset():
+            calls["n"] = 0
+
+        return graphready.ProbeTarget(step=step, inputs=[x], state=[length], reset=reset)
+
+    phases = {p["phase"]: p for p in graphready.probe(factory, buckets=(2,))}
+    state = phases["warmup"]["state"]
+    assert (state["tensors"], state["found"], state["declared"], state["reset"]) == (2, 1, 1, True), state
+    assert phases["replay"]["status"] == "pass", phases["replay"]
+    assert phases["uninitialized"]["status"] == "pass", phases["uninitialized"]
+    assert phases["timing"]["status"] == "pass"
