@@ -1,4 +1,4 @@
-"""A padded fp32 scale buffer from `torch.empty`, only partly written, consumed whole (seed 004).
+"""A padded fp32 scale buffer from `torch.empty`, only partly written, consumed whole.
 
 The rows at or past the live batch keep whatever was in that memory; a consumer that validates
 or reads the whole buffer sees garbage. The probe's uninitialised-memory phase fills such memory

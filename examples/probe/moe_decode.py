@@ -1,4 +1,4 @@
-"""expect-ready: a small MoE decode step written the seed-002 way.
+"""expect-ready: a small MoE decode step written the capture-safe way.
 
 - tokens arrive through a pinned host buffer and `copy_(..., non_blocking=True)` into a static
   device buffer (no `buf[0] = int`, no `torch.tensor(list)`);

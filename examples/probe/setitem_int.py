@@ -1,4 +1,4 @@
-"""`buf[0] = python_int` writes a host value into a device tensor (seed 002's dec_tid_buf)."""
+"""`buf[0] = python_int` writes a host value into a device tensor (a decode loop's token-id buffer, say)."""
 
 import torch
 

@@ -1,4 +1,4 @@
-"""expect-ready: seed 000's final `pack_ue8m0_to_int`: bit-level validation runs eagerly (always for
+"""expect-ready: a capture-safe `pack_ue8m0_to_int`: bit-level validation runs eagerly (always for
 CPU inputs) and is skipped only while capturing, so the graph holds just the packing."""
 
 import torch

@@ -1,4 +1,4 @@
-"""Seed 000's negative control: the original `pack_ue8m0_to_int`, whose value asserts read the
+"""The negative control: DeepGEMM's original `pack_ue8m0_to_int`, whose value asserts read the
 device on the host. Capture fails; the probe names the assert line."""
 
 import torch

@@ -1,10 +1,10 @@
-"""Runtime events: one per distinct (kind, what, file, line), with a count of occurrences."""
+"""Runtime events: one per distinct (kind, what, user line, innermost line), with a count."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from .frames import Frame
+from .frames import Frame, pick_location
 
 # Event kinds. The driver and the report use the same names.
 SYNC = "sync"  # a device->host synchronisation seen by sync-debug mode or a patched API
@@ -19,6 +19,10 @@ ERROR = "error"  # user code raised
 KINDS = (SYNC, PAGEABLE_COPY, RUNTIME_SYNC, RUNTIME_ALLOC, CAPTURE_BREAK, UNINITIALIZED, ALLOCATION, ERROR)
 
 
+def _place(frame) -> tuple:
+    return (frame.path, frame.line) if frame is not None else (None, None)
+
+
 class EventLog:
     def __init__(self) -> None:
         self._events: dict[tuple, dict] = {}
@@ -30,8 +34,11 @@ class EventLog:
         stack: Sequence[Frame],
         message: str = "",
     ) -> dict:
-        location = stack[0] if stack else None
-        key = (kind, what, location.path if location else None, location.line if location else None)
+        """Record one occurrence. `stack` is the whole stack, innermost first; the event's
+        `location` is the user's frame in it (see `frames.pick_location`)."""
+        location = pick_location(stack)
+        innermost = stack[0] if stack else None
+        key = (kind, what) + _place(location) + _place(innermost)
         event = self._events.get(key)
         if event is None:
             event = {

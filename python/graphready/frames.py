@@ -1,8 +1,19 @@
-"""Attribute a runtime event to the user's code.
+"""Stacks of runtime events: every Python frame, each with its scope.
 
-The user's frame is the innermost frame whose file is neither the standard library, torch (and its
-compilers), nor this harness. Paths are reported canonicalised (`os.path.realpath`) so the driver can
-match them against static findings.
+Each frame of the live stack is one of
+- the harness (graphready itself): never reported;
+- `framework`: PyTorch and its compilers, and the standard library;
+- `library`: third-party packages (anything under `site-packages` / `dist-packages`, say
+  transformers);
+- `user`: the rest, the user's own code.
+
+An event keeps the whole stack between the operation and the harness's call into the step,
+innermost first. Its `location` is the user's innermost frame (else the innermost library frame):
+the line the user wrote. Its innermost frame is where the operation was issued, library or not
+(the line inside `torch.nn.TransformerEncoder` that built a nested tensor). Paths are canonical
+(`os.path.realpath`) so the driver can match them against static findings.
+
+No torch import here: this module is pure and tested without a GPU.
 """
 
 from __future__ import annotations
@@ -11,10 +22,28 @@ import os
 import sys
 import sysconfig
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
-# Packages whose frames are plumbing, never the user's line.
+# Packages whose frames are the framework, never the user's line.
 LIBRARY_PACKAGES = ("torch", "triton", "functorch", "torchgen", "typing_extensions")
+# Files (relative to the torch package) that only route a call to an operator: the innermost
+# frame shown for an event skips them.
+DISPATCH_PLUMBING = (
+    "_ops.py",
+    os.path.join("utils", "_python_dispatch.py"),
+    "overrides.py",
+    # `torch._disable_dynamo` wraps the call into a Python dispatch mode in `_fn`.
+    os.path.join("_dynamo", "eval_frame.py"),
+    "_compile.py",
+)
+# More frames than this are cut (deep recursion); the innermost ones are kept.
+MAX_FRAMES = 256
+
+USER = "user"
+LIBRARY = "library"
+FRAMEWORK = "framework"
+HARNESS = "harness"
+SCOPES = (USER, LIBRARY, FRAMEWORK)
 
 
 @dataclass(frozen=True)
@@ -22,56 +51,96 @@ class Frame:
     path: str
     line: int
     function: str
+    scope: str = USER
 
     def to_json(self) -> dict:
-        return {"path": self.path, "line": self.line, "function": self.function}
+        return {"path": self.path, "line": self.line, "function": self.function, "scope": self.scope}
 
 
 def _norm(path: str) -> str:
     return os.path.normcase(os.path.realpath(path))
 
 
-class FrameFilter:
-    """Decides whether a file is user code. Built once; `is_user` is cached per filename."""
+def _with_sep(path: str) -> str:
+    return path if path.endswith(os.sep) else path + os.sep
 
-    def __init__(self, library_roots: Iterable[str], stdlib_roots: Iterable[str] = ()):
-        self._library = tuple(_with_sep(_norm(r)) for r in library_roots if r)
+
+def _is_package_dir(path: str) -> bool:
+    return os.path.basename(path.rstrip(os.sep)) in ("site-packages", "dist-packages")
+
+
+class FrameFilter:
+    """Classifies files into scopes. Built once; `scope` is cached per filename."""
+
+    def __init__(
+        self,
+        library_roots: Iterable[str],
+        stdlib_roots: Iterable[str] = (),
+        harness_roots: Iterable[str] = (),
+        plumbing_files: Iterable[str] = (),
+    ):
+        # A root is a package folder, or one file for a single-file module. A root that is a
+        # whole `site-packages` folder would make every third-party package framework code, so
+        # it is refused (issue 13: `typing_extensions.py` once did exactly that).
+        self._library = tuple(
+            _with_sep(_norm(r)) for r in library_roots if r and not _is_package_dir(_norm(r))
+        )
         self._stdlib = tuple(_with_sep(_norm(r)) for r in stdlib_roots if r)
-        self._cache: dict[str, bool] = {}
+        self._harness = tuple(_with_sep(_norm(r)) for r in harness_roots if r)
+        self._plumbing = frozenset(_norm(p) for p in plumbing_files if p)
+        self._cache: dict[str, str] = {}
         self._real: dict[str, str] = {}
 
     @classmethod
     def for_this_process(cls) -> "FrameFilter":
-        roots = [os.path.dirname(os.path.abspath(__file__))]
+        harness = os.path.dirname(os.path.abspath(__file__))
+        roots = []
+        plumbing = []
         for name in LIBRARY_PACKAGES:
             module = sys.modules.get(name)
-            file = getattr(module, "__file__", None)
-            if file:
-                roots.append(os.path.dirname(file))
+            root = module_root(getattr(module, "__file__", None))
+            if root:
+                roots.append(root)
+                if name == "torch":
+                    plumbing.extend(os.path.join(root, p) for p in DISPATCH_PLUMBING)
+        # Python's warnings machinery sits between a sync-debug warning and the user's line.
+        plumbing.append(getattr(sys.modules.get("warnings"), "__file__", None) or "")
         paths = sysconfig.get_paths()
         stdlib = [paths.get("stdlib", ""), paths.get("platstdlib", "")]
-        return cls(roots, stdlib)
+        return cls(roots, stdlib, [harness], plumbing)
 
-    def is_user(self, filename: str) -> bool:
+    def scope(self, filename: str) -> str:
         cached = self._cache.get(filename)
-        if cached is not None:
-            return cached
-        result = self._classify(filename)
-        self._cache[filename] = result
-        return result
+        if cached is None:
+            cached = self._classify(filename)
+            self._cache[filename] = cached
+        return cached
 
-    def _classify(self, filename: str) -> bool:
+    def is_instrumented(self, filename: str) -> bool:
+        """User or third-party code: the code whose lines the probe watches (not the framework,
+        not the standard library, not the harness)."""
+        return self.scope(filename) in (USER, LIBRARY)
+
+    def is_harness(self, filename: str) -> bool:
+        return self.scope(filename) == HARNESS
+
+    def is_plumbing(self, filename: str) -> bool:
+        return bool(filename) and _norm(filename) in self._plumbing
+
+    def _classify(self, filename: str) -> str:
         if not filename or filename.startswith("<"):
-            return False
+            return FRAMEWORK
         path = _with_sep(_norm(filename))
+        if any(path.startswith(root) for root in self._harness):
+            return HARNESS
         if any(path.startswith(root) for root in self._library):
-            return False
-        for root in self._stdlib:
-            if path.startswith(root):
-                rest = path[len(root):]
-                # Third-party packages installed under the stdlib prefix are still user code.
-                return "site-packages" in rest or "dist-packages" in rest
-        return True
+            return FRAMEWORK
+        parts = path.split(os.sep)
+        if "site-packages" in parts or "dist-packages" in parts:
+            return LIBRARY
+        if any(path.startswith(root) for root in self._stdlib):
+            return FRAMEWORK
+        return USER
 
     def real(self, filename: str) -> str:
         real = self._real.get(filename)
@@ -81,21 +150,54 @@ class FrameFilter:
         return real
 
 
-def _with_sep(path: str) -> str:
-    return path if path.endswith(os.sep) else path + os.sep
+def module_root(file: Optional[str]) -> Optional[str]:
+    """The folder of a package (`.../torch/__init__.py` -> `.../torch`), or the file itself for a
+    single-file module (`.../site-packages/typing_extensions.py`)."""
+    if not file:
+        return None
+    file = os.path.abspath(file)
+    if os.path.basename(file) == "__init__.py":
+        return os.path.dirname(file)
+    return file
 
 
-def select_user_frames(
-    raw: Sequence[tuple[str, int, str]], filt: FrameFilter, limit: int = 8
-) -> list[Frame]:
-    """User frames from a stack given innermost first as (filename, line, function)."""
-    out = []
+# ---------------------------------------------------------------- stack selection
+
+
+def select_frames(raw: Iterable[tuple[str, int, str]], filt: FrameFilter, limit: int = MAX_FRAMES) -> list[Frame]:
+    """The reported stack from raw frames given innermost first as (filename, line, function).
+
+    Leading harness frames (the probe's own hooks) and dispatch plumbing are skipped; the stack
+    ends at the first harness frame after that (the harness's call into the step: everything
+    further out is the harness's own)."""
+    out: list[Frame] = []
+    started = False
     for filename, line, function in raw:
-        if filt.is_user(filename):
-            out.append(Frame(filt.real(filename), int(line), function))
-            if len(out) >= limit:
-                break
+        scope = filt.scope(filename)
+        if not started:
+            if scope == HARNESS or filt.is_plumbing(filename):
+                continue
+            started = True
+        if scope == HARNESS:
+            break
+        out.append(Frame(filt.real(filename), int(line), function, scope))
+        if len(out) >= limit:
+            break
     return out
+
+
+def pick_location(stack: Sequence[Frame]) -> Optional[Frame]:
+    """The user's innermost frame; else the innermost library frame; else None."""
+    for wanted in (USER, LIBRARY):
+        for frame in stack:
+            if frame.scope == wanted:
+                return frame
+    return None
+
+
+def has_code_frame(stack: Sequence[Frame]) -> bool:
+    """Whether user or library code is on the stack (not framework internals alone)."""
+    return any(f.scope in (USER, LIBRARY) for f in stack)
 
 
 def _walk(frame) -> Iterator[tuple[str, int, str]]:
@@ -105,27 +207,34 @@ def _walk(frame) -> Iterator[tuple[str, int, str]]:
         frame = frame.f_back
 
 
-def user_stack(filt: FrameFilter, start=None, limit: int = 8) -> list[Frame]:
-    """User frames of the live stack, innermost first (starting at the caller by default)."""
+def live_stack(filt: FrameFilter, start=None, limit: int = MAX_FRAMES) -> list[Frame]:
+    """The live stack, innermost first (from the caller by default; the harness is skipped)."""
     frame = start if start is not None else sys._getframe(1)
-    out = []
-    for filename, line, function in _walk(frame):
-        if filt.is_user(filename):
-            out.append(Frame(filt.real(filename), line, function))
-            if len(out) >= limit:
-                break
-    return out
+    return select_frames(_walk(frame), filt, limit)
 
 
-def traceback_user_stack(tb, filt: FrameFilter, limit: int = 8) -> list[Frame]:
-    """User frames of a traceback, innermost first (a traceback lists outermost first)."""
+def traceback_stack(tb, filt: FrameFilter, limit: int = MAX_FRAMES) -> list[Frame]:
+    """The stack of a traceback, innermost first (a traceback lists outermost first)."""
     raw = []
     while tb is not None:
         code = tb.tb_frame.f_code
         raw.append((code.co_filename, tb.tb_lineno, code.co_name))
         tb = tb.tb_next
     raw.reverse()
-    return select_user_frames(raw, filt, limit)
+    return select_frames(raw, filt, limit)
+
+
+# Functions that only ever run at the outer end of a stack.
+_OUTERMOST = ("<module>", "_run_module_as_main")
+
+
+def frames_from_dicts(frames: Sequence[dict], filt: FrameFilter) -> list[Frame]:
+    """A stack from `{filename, line, name}` dicts (PyTorch's memory snapshot: innermost first;
+    a list that starts at the program's outermost frame is turned around)."""
+    raw = [(f.get("filename", ""), int(f.get("line", 0) or 0), f.get("name", "")) for f in frames]
+    if raw and raw[0][2] in _OUTERMOST and raw[-1][2] not in _OUTERMOST:
+        raw.reverse()
+    return select_frames(raw, filt)
 
 
 def earliest_exception(exc: BaseException) -> BaseException:

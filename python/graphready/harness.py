@@ -1,6 +1,11 @@
 """Entry point of the child process that `graphready probe` starts:
 
     python -m graphready.harness --target TARGET --bucket N [--bucket M ...]
+        [--trace PATH ...] [--rerun-from PHASE]
+
+`--trace PATH`: also record the lines executed under PATH (the `--check` paths, for the static
+correlation). `--rerun-from PHASE`: a re-run after a device assert in a poisoning phase; only the
+prerequisites and the phases from PHASE on run, PHASE without poisoning.
 
 Protocol lines go to the original stdout; the user's own stdout is moved to stderr first.
 Exit status: 0 after the buckets ran (whatever they found), 3 after an `env_error` line.
@@ -16,7 +21,7 @@ import sys
 import traceback
 from typing import Optional, Sequence
 
-from .protocol import HARNESS_VERSION, PROTOCOL_VERSION, Emitter
+from .protocol import HARNESS_VERSION, POISONING_PHASES, PROTOCOL_VERSION, Emitter
 from .target import TargetError, check_target_exists, load_factory
 
 ENV_ERROR_EXIT = 3
@@ -35,6 +40,8 @@ def _parse(argv: Optional[Sequence[str]]):
     parser = _Parser(prog="graphready.harness", add_help=False)
     parser.add_argument("--target", required=True)
     parser.add_argument("--bucket", type=int, action="append", required=True)
+    parser.add_argument("--trace", action="append", default=[])
+    parser.add_argument("--rerun-from", choices=POISONING_PHASES, default=None)
     return parser.parse_args(argv)
 
 
@@ -116,7 +123,7 @@ def main(argv: Optional[Sequence[str]] = None, stream=None) -> int:
     filt = FrameFilter.for_this_process()
     status = CaptureStatus()
     for bucket in args.bucket:
-        run_bucket(emitter, factory, bucket, filt, status)
+        run_bucket(emitter, factory, bucket, filt, status, start=args.rerun_from, trace=args.trace)
     return 0
 
 

@@ -1,20 +1,45 @@
-"""The probe phases for one bucket. Each phase's result is sent as soon as it is known."""
+"""The probe phases for one bucket. Each phase's result is sent as soon as it is known.
+
+Every judged run (scans, capture, replay, row isolation, uninitialised memory, timing) starts from
+the same inputs and the same state: `runs.prepare` restores the state snapshotted in the warm-up.
+"""
 
 from __future__ import annotations
 
-import statistics
+import gc
 import time
 import traceback
 import warnings
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Optional, Sequence
 
 import torch
 
 from . import events as ev
-from .compare import compare_flat, flatten
-from .frames import FrameFilter, earliest_exception, traceback_user_stack
-from .target import ProbeTarget, call_factory
+from . import rows as rw
+from .frames import FrameFilter, earliest_exception, has_code_frame, pick_location, traceback_stack
+from .protocol import POISONING_PHASES
+from .runs import (
+    SEED,
+    Context,
+    PhaseFailed,
+    compare,
+    dtype_kind,
+    eager,
+    fill_pad_rows,
+    is_tensor,
+    median_seconds,
+    new_inputs,
+    pad_pattern,
+    prepare,
+    replay,
+    row_differs,
+    snapshot_outputs,
+    tensor_compare,
+)
+from .state import describe_state
+from .statewatch import AllocationHistory, discover_state
+from .target import call_factory
+from .verdicts import not_reproducible, replay_verdict, uninitialized_verdict
 from .watch import (
     CaptureStatus,
     CaptureWatch,
@@ -25,8 +50,6 @@ from .watch import (
     SyncScan,
     capturing_as_in_a_graph,
 )
-
-SEED = 1234
 
 RUNTIME_SYNC_CALLS = {
     "cudaStreamSynchronize",
@@ -45,150 +68,20 @@ RUNTIME_SYNC_CALLS = {
 RUNTIME_ALLOC_CALLS = {"cudaMalloc", "cudaHostAlloc", "cudaMallocHost", "cudaMallocManaged", "cuMemAlloc"}
 
 
-class PhaseFailed(Exception):
-    """Raised by a phase that cannot continue; the message is the phase's message."""
-
-
-@dataclass
-class Context:
-    bucket: int
-    factory: Callable[..., Any]
-    filt: FrameFilter
-    status: CaptureStatus
-    target: Optional[ProbeTarget] = None
-    saved: list = field(default_factory=list)
-    graph: Any = None
-    static_out: Any = None
-    outcomes: dict = field(default_factory=dict)
-    poisoned: Optional[str] = None
-
-
-# ---------------------------------------------------------------- helpers
-
-
-def _is_tensor(x: Any) -> bool:
-    return isinstance(x, torch.Tensor)
-
-
-def _restore(ctx: Context, values: list) -> None:
-    for dst, src in zip(ctx.target.inputs, values):
-        if _is_tensor(dst):
-            dst.copy_(src)
-
-
-def _snapshot(out: Any) -> list:
-    return [(p, v.detach().clone() if _is_tensor(v) else v) for p, v in flatten(out)]
-
-
-def _eager(ctx: Context, values: list) -> list:
-    _restore(ctx, values)
-    torch.manual_seed(SEED)
-    out = ctx.target.step(*ctx.target.inputs)
-    torch.cuda.synchronize()
-    return _snapshot(out)
-
-
-def _replay(ctx: Context, graph, static_out, values: list) -> list:
-    _restore(ctx, values)
-    torch.manual_seed(SEED)
-    graph.replay()
-    torch.cuda.synchronize()
-    return _snapshot(static_out)
-
-
-def tensor_compare(a: torch.Tensor, b: torch.Tensor) -> dict:
-    """Bit-exact comparison of two tensors (NaNs with the same bits are equal)."""
-    total = a.numel()
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return {
-            "equal": False,
-            "mismatched": total,
-            "total": total,
-            "detail": f"shape/dtype {tuple(a.shape)} {a.dtype} vs {tuple(b.shape)} {b.dtype}",
-        }
-    if total == 0:
-        return {"equal": True, "mismatched": 0, "total": 0}
-    b = b.to(a.device)
-    ab = a.detach().contiguous().reshape(-1).view(torch.uint8).reshape(total, -1)
-    bb = b.detach().contiguous().reshape(-1).view(torch.uint8).reshape(total, -1)
-    differs = (ab != bb).any(dim=1)
-    mismatched = int(differs.sum())
-    if mismatched == 0:
-        return {"equal": True, "mismatched": 0, "total": total}
-    first = list(_unravel(int(differs.nonzero()[0, 0]), tuple(a.shape)))
-    max_diff = None
-    if a.is_floating_point():
-        diff = (a.double() - b.double()).abs().reshape(-1)[differs]
-        finite = diff[torch.isfinite(diff)]
-        if finite.numel():
-            max_diff = float(finite.max())
-    elif not a.is_complex() and a.dtype != torch.bool:
-        max_diff = float((a.long() - b.long()).abs().max())
-    return {"equal": False, "mismatched": mismatched, "total": total, "max_abs_diff": max_diff, "first_index": first}
-
-
-def _unravel(index: int, shape: tuple) -> tuple:
-    out = []
-    for dim in reversed(shape):
-        out.append(index % dim)
-        index //= dim
-    return tuple(reversed(out))
-
-
-def _compare(name: str, reference: list, candidate: list) -> dict:
-    return compare_flat(name, reference, candidate, tensor_compare, _is_tensor)
-
-
-def _new_inputs(ctx: Context) -> list:
-    target = ctx.target
-    if target.make_inputs is not None:
-        # Fork the RNG: after the harness's own seeding, make_inputs() could otherwise draw
-        # exactly the values the factory drew for the capture inputs.
-        with torch.random.fork_rng(devices=[torch.cuda.current_device()]):
-            torch.manual_seed(SEED + 7919 * ctx.bucket + 1)
-            values = list(target.make_inputs())
-    else:
-        gen = torch.Generator(device="cpu").manual_seed(SEED + ctx.bucket)
-        values = []
-        for x in ctx.saved:
-            if not _is_tensor(x):
-                values.append(x)
-            elif x.is_floating_point():
-                values.append(torch.randn(x.shape, generator=gen).to(x.dtype).to(x.device))
-            else:
-                perm = torch.randperm(x.numel(), generator=gen).to(x.device)
-                values.append(x.reshape(-1)[perm].reshape(x.shape))
-    if len(values) != len(target.inputs):
-        raise PhaseFailed(f"make_inputs() returned {len(values)} values for {len(target.inputs)} inputs")
-    for i, (new, old) in enumerate(zip(values, target.inputs)):
-        if _is_tensor(old) and (not _is_tensor(new) or new.shape != old.shape or new.dtype != old.dtype):
-            raise PhaseFailed(f"make_inputs()[{i}] does not match the shape and dtype of inputs[{i}]")
-    return values
-
-
-def _median_seconds(fn: Callable[[], Any], iterations: int) -> float:
-    times = []
-    for _ in range(iterations):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 # ---------------------------------------------------------------- phases
 
 
 def phase_setup(ctx: Context, result: dict) -> None:
     torch.manual_seed(SEED + ctx.bucket)
+    ctx.history = AllocationHistory()
+    ctx.history.start()  # until the warm-up found the state: where was it allocated?
     ctx.target = call_factory(ctx.factory, ctx.bucket)
-    ctx.saved = [x.detach().clone() if _is_tensor(x) else x for x in ctx.target.inputs]
+    ctx.saved = [x.detach().clone() if is_tensor(x) else x for x in ctx.target.inputs]
     result["details"] = {
         "name": ctx.target.name,
         "inputs": [
             {"shape": list(x.shape), "dtype": str(x.dtype), "device": str(x.device), "pinned": x.device.type == "cpu" and x.is_pinned()}
-            if _is_tensor(x)
+            if is_tensor(x)
             else {"python": type(x).__name__}
             for x in ctx.target.inputs
         ],
@@ -196,23 +89,39 @@ def phase_setup(ctx: Context, result: dict) -> None:
 
 
 def phase_warmup(ctx: Context, result: dict) -> None:
+    """Eager steps on a side stream, as PyTorch requires before capture. The first runs under a
+    dispatch mode that finds the step's state; it is snapshotted, and every later step (warm-up
+    or judged) starts from that snapshot."""
+    steps = max(1, ctx.target.warmup_steps)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        for _ in range(max(1, ctx.target.warmup_steps)):
-            _restore(ctx, ctx.saved)
+        prepare(ctx, ctx.saved)
+        try:
+            keeper, _ = discover_state(ctx.target, ctx.target.inputs, ctx.filt, ctx.history)
+        finally:
+            ctx.history.stop()
+        keeper.snapshot()
+        ctx.state = keeper
+        for _ in range(steps - 1):
+            prepare(ctx, ctx.saved)
             ctx.target.step(*ctx.target.inputs)
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
-    result["details"] = {"steps": max(1, ctx.target.warmup_steps)}
+    summary = keeper.summary(lambda f: f.to_json(), pick_location)
+    if ctx.history.error:
+        summary["sites_unavailable"] = ctx.history.error
+    result["state"] = summary
+    result["details"] = {"steps": steps}
+    result["message"] = describe_state(summary)
 
 
-def phase_sync_scan(ctx: Context, result: dict) -> None:
+def phase_sync_scan(ctx: Context, result: dict, trace: Sequence[str] = ()) -> None:
     log = ev.EventLog()
     result["_log"] = log
     scan = SyncScan(ctx.filt, log)
-    coverage = Coverage(ctx.filt)
-    _restore(ctx, ctx.saved)
+    coverage = Coverage(ctx.filt, trace)
+    prepare(ctx, ctx.saved)
     torch.cuda.synchronize()
     try:
         with capturing_as_in_a_graph(), coverage.active(), scan.active():
@@ -239,7 +148,7 @@ def phase_profiler_scan(ctx: Context, result: dict) -> None:
     log = ev.EventLog()
     result["_log"] = log
     labels = ProfilerLabels(ctx.filt)
-    _restore(ctx, ctx.saved)
+    prepare(ctx, ctx.saved)
     torch.cuda.synchronize()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the profiler's own notices are not the user's business
@@ -248,13 +157,12 @@ def phase_profiler_scan(ctx: Context, result: dict) -> None:
                 with capturing_as_in_a_graph(), labels.active():
                     ctx.target.step(*ctx.target.inputs)
         torch.cuda.synchronize()
-    runtime_events = _attribute_runtime_calls(prof.events(), labels)
-    for kind, name, stack in runtime_events:
+    for kind, name, stack in _attribute_runtime_calls(prof.events(), labels):
         if kind == ev.RUNTIME_SYNC:
             message = f"{name} blocks the host (found by the profiler)"
         else:
             message = f"{name} allocates memory during the step"
-        if not stack:
+        if not has_code_frame(stack):
             message += "; not attributed to a user frame"
         log.add(kind, name, stack, message)
     syncs = [e for e in log.events() if e["kind"] == ev.RUNTIME_SYNC]
@@ -302,7 +210,7 @@ def _attribute_runtime_calls(events, labels: ProfilerLabels) -> list:
 def phase_allocations(ctx: Context, result: dict) -> None:
     log = ev.EventLog()
     result["_log"] = log
-    _restore(ctx, ctx.saved)
+    prepare(ctx, ctx.saved)
     torch.cuda.synchronize()
     before = torch.cuda.memory_stats()
     with FactoryCalls(ctx.filt, log):
@@ -326,18 +234,30 @@ def phase_capture(ctx: Context, result: dict) -> None:
     result["_log"] = log
     watch = CaptureWatch(ctx.filt, ctx.status)
     graph = torch.cuda.CUDAGraph()
-    _restore(ctx, ctx.saved)
+    prepare(ctx, ctx.saved)
+    # What torch.cuda.graph does on entry, done first so the memory counted below is the graph's.
     torch.cuda.synchronize()
+    gc.collect()
+    torch.cuda.empty_cache()
+    before = torch.cuda.memory_stats()
     error: Optional[BaseException] = None
     out = None
+    started = time.perf_counter()
     try:
         with torch.cuda.graph(graph):
             with watch.active():
                 out = ctx.target.step(*ctx.target.inputs)
     except Exception as exc:  # noqa: BLE001 - the failure is the result
         error = exc
+    seconds = time.perf_counter() - started
     result["details"] = {"status_query": ctx.status.source, "ops_seen": watch.ops_seen}
     if error is None:
+        after = torch.cuda.memory_stats()
+        result["graph"] = {
+            "capture_seconds": seconds,
+            "pool_reserved_bytes": int(after.get("reserved_bytes.all.current", 0) - before.get("reserved_bytes.all.current", 0)),
+            "pool_allocated_bytes": int(after.get("allocated_bytes.all.current", 0) - before.get("allocated_bytes.all.current", 0)),
+        }
         ctx.graph, ctx.static_out = graph, out
         return
     result["status"] = "fail"
@@ -351,7 +271,7 @@ def phase_capture(ctx: Context, result: dict) -> None:
         log.add(ev.CAPTURE_BREAK, first["what"], first["stack"], message)
     else:
         root = earliest_exception(error)
-        stack = traceback_user_stack(root.__traceback__, ctx.filt)
+        stack = traceback_stack(root.__traceback__, ctx.filt)
         log.add(ev.CAPTURE_BREAK, type(root).__name__, stack, str(root).splitlines()[0] if str(root) else "")
     result["message"] = log.events()[0]["message"]
     _drop_failed_graph(graph)
@@ -365,30 +285,125 @@ def _drop_failed_graph(graph) -> None:
     torch.cuda.synchronize()
 
 
+def _eager_twice(ctx: Context, name: str) -> tuple[list, dict]:
+    reference = eager(ctx, ctx.saved)
+    return reference, compare(name, reference, eager(ctx, ctx.saved))
+
+
+def _why_not_reproducible(ctx: Context, determinism: dict) -> str:
+    """Tell non-deterministic kernels from unrestored state: do two runs agree with
+    deterministic algorithms?"""
+    previous = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.use_deterministic_algorithms(True, warn_only=True)
+            agreed = _eager_twice(ctx, "eager vs eager, deterministic algorithms")[1]["equal"]
+    except Exception:  # noqa: BLE001 - the retry is a diagnosis, never the verdict
+        agreed = None
+    finally:
+        torch.use_deterministic_algorithms(previous[0], warn_only=previous[1])
+    state = len(ctx.state.entries) if ctx.state is not None else 0
+    return not_reproducible(determinism, agreed, state)
+
+
 def phase_replay(ctx: Context, result: dict) -> None:
-    reference = _eager(ctx, ctx.saved)
-    again = _eager(ctx, ctx.saved)
-    determinism = _compare("eager vs eager (same inputs)", reference, again)
-    same = _compare("replay vs eager (capture inputs)", reference, _replay(ctx, ctx.graph, ctx.static_out, ctx.saved))
-    new_values = _new_inputs(ctx)
-    new_reference = _eager(ctx, new_values)
-    mutated = _compare("replay vs eager (new inputs copied into the static buffers)", new_reference, _replay(ctx, ctx.graph, ctx.static_out, new_values))
-    _restore(ctx, ctx.saved)
+    reference, determinism = _eager_twice(ctx, "eager vs eager (same inputs, state restored)")
+    same = compare("replay vs eager (capture inputs)", reference, replay(ctx, ctx.graph, ctx.static_out, ctx.saved))
+    new_values = new_inputs(ctx)
+    new_reference = eager(ctx, new_values)
+    mutated = compare(
+        "replay vs eager (new inputs copied into the static buffers)",
+        new_reference,
+        replay(ctx, ctx.graph, ctx.static_out, new_values),
+    )
+    prepare(ctx, ctx.saved)
     result["comparisons"] = [determinism, same, mutated]
     notes = []
-    if all(not _is_tensor(a) or torch.equal(a.cpu(), b.cpu()) for a, b in zip(ctx.saved, new_values)):
+    if all(not is_tensor(a) or torch.equal(a.cpu(), b.cpu()) for a, b in zip(ctx.saved, new_values)):
         notes.append("the new inputs equal the capture inputs")
-    elif _compare("", reference, new_reference)["equal"]:
+    elif compare("", reference, new_reference)["equal"]:
         notes.append("new inputs gave the same eager output, so frozen host values cannot show here")
-    failed = [c for c in (same, mutated) if not c["equal"]]
-    if not determinism["equal"]:
-        notes.insert(0, "eager is not deterministic on the same inputs, so bit-exactness cannot be judged")
-        result["status"] = "fail"
-    if failed:
-        result["status"] = "fail"
-        notes.insert(0, f"{failed[0]['name']}: {failed[0]['message']}")
-    if notes:
-        result["message"] = "; ".join(notes)
+    reason = "" if determinism["equal"] else _why_not_reproducible(ctx, determinism)
+    status, message = replay_verdict(determinism, same, mutated, reason, notes)
+    result["status"] = status
+    result["message"] = message
+
+
+def phase_row_isolation(ctx: Context, result: dict) -> None:
+    target, bucket = ctx.target, ctx.bucket
+    if target.batch_dim is None:
+        result.update(status="skipped", message="not asked for: ProbeTarget(batch_dim=...) turns it on")
+        return
+    counts = rw.real_row_counts(bucket, target.real_rows)
+    if not counts:
+        why = "bucket 1 has no pad rows" if bucket == 1 else f"no real_rows count fits bucket {bucket}"
+        result.update(status="skipped", message=why)
+        return
+    shapes = [tuple(x.shape) if is_tensor(x) else None for x in target.inputs]
+    positions = rw.batch_positions(shapes, target.batch_dim, bucket)
+    if not positions:
+        raise PhaseFailed(f"no input has size {bucket} in dimension {target.batch_dim} (ProbeTarget.batch_dim)")
+    observed = _observed_values(ctx, positions)
+    hostile = ctx.poisons("row_isolation")
+    fills = (rw.NEUTRAL, rw.HOSTILE) if hostile else (rw.NEUTRAL, rw.NEUTRAL)
+    cases = []
+    for real in counts:
+        runs = [replay(ctx, ctx.graph, ctx.static_out, _padded(ctx, positions, real, fill, observed)) for fill in fills]
+        cases.append({"real_rows": real, "leaks": _leaks(runs[0], runs[1], target.batch_dim, bucket, real)})
+    prepare(ctx, ctx.saved)
+    status, message = rw.verdict(bucket, cases)
+    if not hostile:
+        message = "run without hostile pad values: " + message
+    result["rows"] = {
+        "batch_dim": target.batch_dim,
+        "batch_inputs": positions,
+        "hostile": hostile,
+        "cases": cases,
+        "ignored_real_rows": rw.ignored_real_rows(bucket, target.real_rows),
+    }
+    result.update(status=status, message=message)
+
+
+def _observed_values(ctx: Context, positions: list) -> dict:
+    """The smallest and largest value of each integer batch input over the capture inputs and
+    new inputs: integer pad rows take only values like these."""
+    new_values = new_inputs(ctx)
+    out = {}
+    for i in positions:
+        if dtype_kind(ctx.saved[i]) != "int":
+            continue
+        seen = []
+        for t in (ctx.saved[i], new_values[i]):
+            if t.numel():
+                seen += [int(t.min()), int(t.max())]
+        out[i] = seen
+    return out
+
+
+def _padded(ctx: Context, positions: list, real: int, fill: str, observed: dict) -> list:
+    values = [v.clone() if is_tensor(v) else v for v in ctx.saved]
+    for i in positions:
+        t = values[i]
+        dim = rw.normalise_dim(ctx.target.batch_dim, t.ndim)
+        pattern = pad_pattern(t, rw.fill_values(dtype_kind(t), fill, observed.get(i, ())))
+        fill_pad_rows(t, dim, real, pattern)
+    return values
+
+
+def _leaks(neutral: list, hostile: list, batch_dim: int, bucket: int, real: int) -> list:
+    leaks = []
+    for (path, a), (_, b) in zip(neutral, hostile):
+        if not is_tensor(a) or not is_tensor(b):
+            continue
+        dim = rw.normalise_dim(batch_dim, a.ndim) if a.ndim else None
+        if dim is not None and a.shape[dim] == bucket:
+            rows = rw.leaking_rows(row_differs(a.narrow(dim, 0, real), b.narrow(dim, 0, real), dim))
+            if rows:
+                leaks.append({"path": path, "rows": rows, "batched": True})
+        elif not tensor_compare(a, b)["equal"]:
+            leaks.append({"path": path, "rows": [], "batched": False})
+    return leaks
 
 
 def phase_uninitialized(ctx: Context, result: dict) -> None:
@@ -401,55 +416,77 @@ def phase_uninitialized(ctx: Context, result: dict) -> None:
         det.fill_uninitialized_memory,
     )
     tracker = EmptyTracker(ctx.filt)
+    poison = ctx.poisons("uninitialized")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.use_deterministic_algorithms(True, warn_only=True)
             det.fill_uninitialized_memory = False
-            reference = _eager(ctx, ctx.saved)
-            det.fill_uninitialized_memory = True
-            _restore(ctx, ctx.saved)
-            torch.manual_seed(SEED)
-            with tracker:
-                out = ctx.target.step(*ctx.target.inputs)
-            torch.cuda.synchronize()
-            filled = _snapshot(out)
-            comparisons = [_compare("eager: uninitialised memory filled vs not", reference, filled)]
-            if ctx.graph is not None:
-                graph = torch.cuda.CUDAGraph()
-                _restore(ctx, ctx.saved)
+            reference, determinism = _eager_twice(ctx, "eager vs eager, uninitialised memory not filled")
+            comparisons = [determinism]
+            if determinism["equal"]:
+                # A re-run after a device assert leaves memory unfilled: does the step assert anyway?
+                det.fill_uninitialized_memory = poison
+                prepare(ctx, ctx.saved)
+                torch.manual_seed(SEED)
+                with tracker:
+                    out = ctx.target.step(*ctx.target.inputs)
                 torch.cuda.synchronize()
-                with torch.cuda.graph(graph):
-                    static_out = ctx.target.step(*ctx.target.inputs)
-                comparisons.append(_compare("replay vs eager, both with uninitialised memory filled", filled, _replay(ctx, graph, static_out, ctx.saved)))
-                graph.reset()
+                filled = snapshot_outputs(out)
+                label = "filled vs not" if poison else "not filled, again"
+                comparisons.append(compare(f"eager: uninitialised memory {label}", reference, filled))
+                if ctx.graph is not None:
+                    comparisons.append(_filled_replay(ctx, filled, poison))
     finally:
         torch.use_deterministic_algorithms(previous[0], warn_only=previous[1])
         det.fill_uninitialized_memory = previous[2]
     result["comparisons"] = comparisons
-    bad = [c for c in comparisons if not c["equal"]]
-    if bad:
-        result["status"] = "fail"
-        found = tracker.unwritten(log)
-        where = f"; {found} torch.empty-family buffer(s) left partly unwritten" if found else ""
-        result["message"] = f"output depends on uninitialised memory ({bad[0]['message']}){where}"
-    _restore(ctx, ctx.saved)
+    if determinism["equal"]:
+        reason = ""
+    else:
+        reason = _why_not_reproducible(ctx, determinism)
+    unwritten = tracker.unwritten(log) if not all(c["equal"] for c in comparisons[1:]) else 0
+    status, message = uninitialized_verdict(determinism, comparisons[1:], reason, unwritten)
+    if not poison and status == "pass":
+        message = "run without filling uninitialised memory: no error"
+    result.update(status=status, message=message)
+    prepare(ctx, ctx.saved)
+
+
+def _filled_replay(ctx: Context, filled: list, poison: bool) -> dict:
+    graph = torch.cuda.CUDAGraph()
+    prepare(ctx, ctx.saved)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(graph):
+        static_out = ctx.target.step(*ctx.target.inputs)
+    label = "both with uninitialised memory filled" if poison else "neither filled"
+    comparison = compare(f"replay vs eager, {label}", filled, replay(ctx, graph, static_out, ctx.saved))
+    graph.reset()
+    return comparison
 
 
 def phase_timing(ctx: Context, result: dict) -> None:
+    """Median eager step and replay; the state is restored (untimed) before each, so many steps
+    never run off the end of a cache."""
     iterations = max(5, ctx.target.timing_steps)
-    _restore(ctx, ctx.saved)
+    step, inputs = ctx.target.step, ctx.target.inputs
+
+    def fresh():
+        prepare(ctx, ctx.saved)
+
     for _ in range(3):
-        ctx.target.step(*ctx.target.inputs)
-    eager = _median_seconds(lambda: ctx.target.step(*ctx.target.inputs), iterations)
-    timing = {"iterations": iterations, "eager_median_us": eager * 1e6, "replay_median_us": None, "speedup": None}
+        fresh()
+        step(*inputs)
+    eager_s = median_seconds(lambda: step(*inputs), iterations, fresh)
+    timing = {"iterations": iterations, "eager_median_us": eager_s * 1e6, "replay_median_us": None, "speedup": None}
     if ctx.graph is not None:
         for _ in range(3):
+            fresh()
             ctx.graph.replay()
-        replay = _median_seconds(ctx.graph.replay, iterations)
-        timing["replay_median_us"] = replay * 1e6
-        timing["speedup"] = eager / replay if replay > 0 else None
-    _restore(ctx, ctx.saved)
+        replay_s = median_seconds(ctx.graph.replay, iterations, fresh)
+        timing["replay_median_us"] = replay_s * 1e6
+        timing["speedup"] = eager_s / replay_s if replay_s > 0 else None
+    fresh()
     result["timing"] = timing
 
 
@@ -462,25 +499,48 @@ PHASE_TABLE = (
     ("allocations", phase_allocations, ("setup",)),
     ("capture", phase_capture, ("setup", "warmup")),
     ("replay", phase_replay, ("capture",)),
+    ("row_isolation", phase_row_isolation, ("capture",)),
     ("uninitialized", phase_uninitialized, ("setup",)),
     ("timing", phase_timing, ("setup",)),
 )
+# Phases a re-run needs before the phase it starts from.
+RERUN_PREREQUISITES = ("setup", "warmup", "capture")
 
 
-def run_bucket(emitter, factory, bucket: int, filt: FrameFilter, status: CaptureStatus) -> list[dict]:
-    ctx = Context(bucket=bucket, factory=factory, filt=filt, status=status)
+def run_bucket(
+    emitter,
+    factory,
+    bucket: int,
+    filt: FrameFilter,
+    status: CaptureStatus,
+    start: Optional[str] = None,
+    trace: Sequence[str] = (),
+) -> list[dict]:
+    """Every phase of one bucket. `start`: a re-run after a device assert in that (poisoning)
+    phase: only the prerequisites and the phases from `start` on run, and `start` itself runs
+    without poisoning."""
+    ctx = Context(bucket=bucket, factory=factory, filt=filt, status=status, unpoisoned=start)
+    names = [name for name, _, _ in PHASE_TABLE]
+    first = names.index(start) if start in names else 0
     results = []
-    for name, fn, requires in PHASE_TABLE:
-        emitter.send("phase_start", bucket=bucket, phase=name)
-        result = _run_phase(ctx, name, fn, requires)
-        ctx.outcomes[name] = result["status"]
-        emitter.send("phase", bucket=bucket, phase=name, **result)
-        results.append(result)
+    try:
+        for index, (name, fn, requires) in enumerate(PHASE_TABLE):
+            emitter.send("phase_start", bucket=bucket, phase=name)
+            if index < first and name not in RERUN_PREREQUISITES:
+                result = {"status": "skipped", "message": f"not re-run (the re-run starts at {start})", "events": []}
+            else:
+                result = _run_phase(ctx, name, fn, requires, trace)
+            ctx.outcomes[name] = result["status"]
+            emitter.send("phase", bucket=bucket, phase=name, **result)
+            results.append(result)
+    finally:
+        if ctx.history is not None:
+            ctx.history.stop()
     emitter.send("done", bucket=bucket)
     return results
 
 
-def _run_phase(ctx: Context, name: str, fn, requires) -> dict:
+def _run_phase(ctx: Context, name: str, fn, requires, trace: Sequence[str]) -> dict:
     result: dict = {"status": "pass", "message": None, "events": []}
     if ctx.poisoned:
         result.update(status="skipped", message=f"the CUDA context is unusable after {ctx.poisoned}")
@@ -491,7 +551,12 @@ def _run_phase(ctx: Context, name: str, fn, requires) -> dict:
         return result
     started = time.perf_counter()
     try:
-        fn(ctx, result)
+        if fn is phase_sync_scan:
+            fn(ctx, result, trace)
+        else:
+            fn(ctx, result)
+        # A device assert is reported asynchronously: surface it in the phase that caused it.
+        torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, never lost
         _record_error(ctx, name, result, exc)
     log = result.pop("_log", None)
@@ -505,7 +570,7 @@ def _record_error(ctx: Context, name: str, result: dict, exc: BaseException) -> 
     if isinstance(exc, PhaseFailed):
         result.update(status="error", message=str(exc))
         return
-    stack = traceback_user_stack(exc.__traceback__, ctx.filt)
+    stack = traceback_stack(exc.__traceback__, ctx.filt)
     text = f"{type(exc).__name__}: {exc}".strip()
     log = result.get("_log") or ev.EventLog()
     result["_log"] = log
@@ -516,7 +581,17 @@ def _record_error(ctx: Context, name: str, result: dict, exc: BaseException) -> 
         torch.cuda.synchronize()
     except Exception as sticky:  # noqa: BLE001 - a device assert poisons the context
         ctx.poisoned = f"{name} ({str(sticky).splitlines()[0][:200]})"
-        result["message"] += (
-            "; the CUDA context is now unusable (a device-side assert is reported asynchronously:"
-            " re-run with CUDA_LAUNCH_BLOCKING=1 to tie it to its line)"
-        )
+        result["context_lost"] = True
+        poisoning = name in POISONING_PHASES and ctx.poisons(name)
+        result["poisoning"] = poisoning
+        if poisoning:
+            result["message"] += (
+                "; the CUDA context is now unusable; this phase poisons memory on purpose, so the"
+                " probe re-runs it without poisoning to tell whether the poison or the step caused it"
+            )
+        else:
+            result["message"] += (
+                "; the CUDA context is now unusable: the step itself triggered it (nothing was"
+                " poisoned in this phase; CUDA_LAUNCH_BLOCKING=1 ties it to its line)"
+            )
+

@@ -11,6 +11,12 @@ stderr, so a stray `print` never corrupts the stream). Every message has a `type
 - `done`        `bucket`: the bucket finished normally
 
 The driver treats a `phase_start` without its `phase` as the phase that crashed or timed out.
+A phase that lost the CUDA context (a device assert) says `context_lost`; when it is one of the
+`POISONING_PHASES` and was poisoning (`poisoning`), the driver re-runs the bucket with
+`--rerun-from PHASE`, which runs that phase without poisoning, to tell who caused the assert.
+
+Version 2: event stacks hold every frame (with its `scope`), phases `row_isolation`, status
+`inconclusive`, results `state`, `graph`, `rows`.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import json
 import math
 from typing import IO, Any, Callable
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 HARNESS_VERSION = "0.1.0"
 
 PHASES = (
@@ -30,11 +36,15 @@ PHASES = (
     "allocations",
     "capture",
     "replay",
+    "row_isolation",
     "uninitialized",
     "timing",
 )
 
-STATUSES = ("pass", "fail", "error", "skipped")
+# Phases that poison memory on purpose (NaN-filled uninitialised memory, hostile pad rows).
+POISONING_PHASES = ("row_isolation", "uninitialized")
+
+STATUSES = ("pass", "fail", "inconclusive", "error", "skipped")
 
 
 def sanitize(value: Any) -> Any:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Optional
+
+from .state import format_bytes
 
 BLOCKING = ("sync_scan", "capture", "replay")
 
@@ -19,11 +21,31 @@ def is_ready(phases: list[dict]) -> bool:
     return bool(buckets) and all(bucket_ready(p for p in phases if p["bucket"] == b) for b in buckets)
 
 
-def _where(event: dict) -> str:
-    loc = event.get("location")
-    if not loc:
+def _frame(frame: Optional[dict]) -> str:
+    if not frame:
         return "(no user frame)"
-    return f"{loc['path']}:{loc['line']} in {loc['function']}"
+    return f"{frame['path']}:{frame['line']} in {frame['function']}"
+
+
+def _details(p: dict) -> str:
+    text = ""
+    timing = p.get("timing")
+    if timing and timing.get("speedup"):
+        text += (
+            f" eager {timing['eager_median_us']:.1f} us, replay "
+            f"{timing['replay_median_us']:.1f} us, speedup {timing['speedup']:.2f}x"
+        )
+    alloc = p.get("allocations")
+    if alloc:
+        text += f" {alloc['count']} allocation(s), {alloc['bytes']} bytes per eager step"
+    graph = p.get("graph")
+    if graph:
+        text += (
+            f" graph pool {format_bytes(graph['pool_reserved_bytes'])} reserved,"
+            f" {format_bytes(graph['pool_allocated_bytes'])} allocated;"
+            f" captured in {graph['capture_seconds'] * 1e3:.1f} ms"
+        )
+    return text
 
 
 def render(phases: list[dict]) -> str:
@@ -31,25 +53,20 @@ def render(phases: list[dict]) -> str:
     for bucket in sorted({p["bucket"] for p in phases}):
         lines.append(f"bucket {bucket}:")
         for p in (p for p in phases if p["bucket"] == bucket):
-            status = p["status"].upper()
-            head = f"  {p['phase']:<14} {status:<7}"
+            head = f"  {p['phase']:<14} {p['status'].upper():<7}" + _details(p)
             if p.get("message"):
                 head += f" {p['message']}"
-            timing = p.get("timing")
-            if timing and timing.get("speedup"):
-                head += (
-                    f" eager {timing['eager_median_us']:.1f} us, replay "
-                    f"{timing['replay_median_us']:.1f} us, speedup {timing['speedup']:.2f}x"
-                )
-            alloc = p.get("allocations")
-            if alloc:
-                head += f" {alloc['count']} allocation(s), {alloc['bytes']} bytes per eager step"
             lines.append(head)
             for event in p.get("events", []):
                 if event["kind"] == "allocation":
                     continue
                 count = f" (x{event['count']})" if event.get("count", 1) > 1 else ""
-                lines.append(f"      {event['kind']}: {event['what']} at {_where(event)}{count}: {event['message']}")
+                lines.append(
+                    f"      {event['kind']}: {event['what']} at {_frame(event.get('location'))}{count}: {event['message']}"
+                )
+                stack = event.get("stack") or []
+                if stack and stack[0] != event.get("location"):
+                    lines.append(f"        innermost ({stack[0].get('scope', 'library')}): {_frame(stack[0])}")
     verdict = "ready" if is_ready(phases) else "NOT ready"
     lines.append(f"graph {verdict}: every bucket must capture, replay bit-exactly and never synchronise")
     return "\n".join(lines)

@@ -22,6 +22,17 @@ class ProbeTarget:
     - `make_inputs()` returns fresh values with the same shapes and dtypes as `inputs`, used to
       prove the graph does not freeze the values seen at capture. Without it the probe makes its
       own (random values for floating tensors, a permutation of the originals otherwise).
+    - `state`: tensors the step mutates besides its outputs (a KV cache, its counters). The probe
+      finds those written through PyTorch operators itself; name here what it cannot see (a
+      Triton or CUDA kernel writing through a raw pointer). Every judged run starts from the
+      same snapshot of the state.
+    - `reset()`: restores state that is not a tensor (a Python step counter); called before
+      every judged run, after the tensors are restored.
+    - `batch_dim`: the batch dimension of inputs and outputs. Turns on padded-bucket row
+      isolation: with `n` real rows, the pad rows `[n, bucket)` of every batch input are filled
+      first with neutral then with hostile values, and rows `[0, n)` of every batch output must
+      be bit-exact between the two replays.
+    - `real_rows`: the real-row counts to try (default: 1 and bucket // 2).
     """
 
     step: Callable[..., Any]
@@ -30,6 +41,10 @@ class ProbeTarget:
     name: Optional[str] = None
     warmup_steps: int = 3
     timing_steps: int = 30
+    state: Sequence[Any] = ()
+    reset: Optional[Callable[[], Any]] = None
+    batch_dim: Optional[int] = None
+    real_rows: Optional[Sequence[int]] = None
 
 
 class TargetError(Exception):
@@ -134,5 +149,19 @@ def validate_target(made: Any) -> ProbeTarget:
         raise TypeError("ProbeTarget.inputs must be a list or tuple of tensors")
     if target.make_inputs is not None and not callable(target.make_inputs):
         raise TypeError("ProbeTarget.make_inputs must be callable or None")
+    if not isinstance(target.state, (list, tuple)):
+        raise TypeError("ProbeTarget.state must be a list or tuple of tensors")
+    if target.reset is not None and not callable(target.reset):
+        raise TypeError("ProbeTarget.reset must be callable or None")
+    if target.batch_dim is not None and (isinstance(target.batch_dim, bool) or not isinstance(target.batch_dim, int)):
+        raise TypeError("ProbeTarget.batch_dim must be an int or None")
+    if target.real_rows is not None:
+        if target.batch_dim is None:
+            raise TypeError("ProbeTarget.real_rows needs ProbeTarget.batch_dim")
+        if not isinstance(target.real_rows, (list, tuple)) or not all(
+            isinstance(n, int) and not isinstance(n, bool) for n in target.real_rows
+        ):
+            raise TypeError("ProbeTarget.real_rows must be a list of ints")
     target.inputs = list(target.inputs)
+    target.state = list(target.state)
     return target

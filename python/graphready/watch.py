@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import sys
 import threading
 import warnings
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import events as ev
-from .frames import Frame, FrameFilter, user_stack
+from .frames import Frame, FrameFilter, has_code_frame, live_stack, pick_location
 
 aten = torch.ops.aten
 
@@ -86,7 +87,7 @@ def profile_hook(hook: Callable):
 @contextlib.contextmanager
 def capturing_as_in_a_graph():
     """Make `torch.cuda.is_current_stream_capturing()` answer True, so the eager scans take the
-    branches the captured graph will take: validation guarded by it (seed 000's final
+    branches the captured graph will take: validation guarded by it (the capture-safe
     `pack_ue8m0_to_int`) is skipped here exactly as it is during capture."""
     patched = []
     for owner in (torch.cuda, getattr(torch.cuda, "graphs", None)):
@@ -176,11 +177,11 @@ class SyncScan(TorchDispatchMode):
             self.ignored += 1
             return
         what = self._op_stack[-1] if self._op_stack else (self._last_op or "synchronizing CUDA call")
-        self.log.add(ev.SYNC, what, user_stack(self.filt), "synchronizing CUDA operation (sync-debug mode)")
+        self.log.add(ev.SYNC, what, live_stack(self.filt), "synchronizing CUDA operation (sync-debug mode)")
 
     def on_api(self, what: str) -> None:
         self._last_op = what
-        self.log.add(ev.SYNC, what, user_stack(self.filt), "host synchronisation not reported by sync-debug mode")
+        self.log.add(ev.SYNC, what, live_stack(self.filt), "host synchronisation not reported by sync-debug mode")
 
     def _check_pageable_copy(self, func, args, kwargs, name):
         src, dst_device, non_blocking = _copy_endpoints(func, args, kwargs)
@@ -202,7 +203,7 @@ class SyncScan(TorchDispatchMode):
         self.log.add(
             ev.PAGEABLE_COPY,
             name,
-            user_stack(self.filt),
+            live_stack(self.filt),
             f"{mode}{direction} copy through pageable host memory (pin it, and copy_ into a static buffer)",
         )
 
@@ -238,15 +239,31 @@ def _copy_endpoints(func, args, kwargs):
 
 
 class Coverage:
-    """Lines of user code executed during one step (`sys.settrace`), for the static correlation."""
+    """Lines of user and library code executed during one step (`sys.settrace`), for the static
+    correlation; also lines under `roots` (the `--check` paths, torch's own files included)."""
 
-    def __init__(self, filt: FrameFilter):
+    def __init__(self, filt: FrameFilter, roots: Sequence[str] = ()):
         self.filt = filt
         self.lines: dict[str, set[int]] = {}
+        self._roots = tuple(os.path.join(os.path.realpath(r), "") for r in roots)
+        self._traced: dict[str, bool] = {}
+
+    def _wanted(self, filename: str) -> bool:
+        wanted = self._traced.get(filename)
+        if wanted is None:
+            if self.filt.is_harness(filename):
+                wanted = False
+            elif self.filt.is_instrumented(filename):
+                wanted = True
+            else:
+                real = os.path.realpath(filename) if filename and not filename.startswith("<") else ""
+                wanted = bool(real) and any(real.startswith(r) or real + os.sep == r for r in self._roots)
+            self._traced[filename] = wanted
+        return wanted
 
     def _global(self, frame, event, arg):
         filename = frame.f_code.co_filename
-        if not self.filt.is_user(filename):
+        if not self._wanted(filename):
             return None
         lines = self.lines.setdefault(self.filt.real(filename), set())
         lines.add(frame.f_lineno)
@@ -289,7 +306,8 @@ class ProfilerLabels(TorchDispatchMode):
         self._open: list = []
 
     def label(self, stack: list[Frame]) -> str:
-        key = tuple((f.path, f.line) for f in stack[:1])
+        location = pick_location(stack)
+        key = tuple((f.path, f.line) for f in (location, stack[0] if stack else None) if f is not None)
         index = self._index.get(key)
         if index is None:
             index = len(self.locations)
@@ -301,16 +319,16 @@ class ProfilerLabels(TorchDispatchMode):
         kwargs = kwargs or {}
         if getattr(func, "namespace", "") == "profiler":
             return func(*args, **kwargs)
-        with torch.profiler.record_function(self.label(user_stack(self.filt))):
+        with torch.profiler.record_function(self.label(live_stack(self.filt))):
             return func(*args, **kwargs)
 
     def on_profile(self, frame, event, arg):
         if event == "c_call":
-            if not self.filt.is_user(frame.f_code.co_filename):
+            if not self.filt.is_instrumented(frame.f_code.co_filename):
                 self._open.append(None)
                 return
             handle = torch.ops.profiler._record_function_enter_new(
-                self.label(user_stack(self.filt, start=frame)), None
+                self.label(live_stack(self.filt, start=frame)), None
             )
             self._open.append(handle)
         elif event in ("c_return", "c_exception"):
@@ -321,7 +339,7 @@ class ProfilerLabels(TorchDispatchMode):
 
     def on_api(self, what: str):
         """Used with `patched_sync_apis`: label the real call so its runtime call is attributed."""
-        return torch.profiler.record_function(self.label(user_stack(self.filt)))
+        return torch.profiler.record_function(self.label(live_stack(self.filt)))
 
     @contextlib.contextmanager
     def active(self):
@@ -364,20 +382,20 @@ class CaptureWatch(TorchDispatchMode):
         try:
             out = func(*args, **kwargs)
         except BaseException as exc:  # noqa: BLE001 - re-raised
-            self._record(op_name(func), user_stack(self.filt), "raised", exc)
+            self._record(op_name(func), live_stack(self.filt), "raised", exc)
             raise
         if self.first is None and self.status() == "invalidated":
-            self._record(op_name(func), user_stack(self.filt), "invalidated", None)
+            self._record(op_name(func), live_stack(self.filt), "invalidated", None)
         return out
 
     def on_profile(self, frame, event, arg):
         if self.first is not None or event not in ("c_return", "c_exception"):
             return
-        if not self.filt.is_user(frame.f_code.co_filename):
+        if not self.filt.is_instrumented(frame.f_code.co_filename):
             return
         if self.status() == "invalidated":
             name = getattr(arg, "__qualname__", None) or getattr(arg, "__name__", None) or repr(arg)
-            self._record(f"{name}()", user_stack(self.filt, start=frame), "invalidated", None)
+            self._record(f"{name}()", live_stack(self.filt, start=frame), "invalidated", None)
 
     @contextlib.contextmanager
     def active(self):
@@ -415,8 +433,8 @@ class EmptyTracker(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         if func in _EMPTY_OPS and isinstance(out, torch.Tensor) and out.is_cuda:
-            stack = user_stack(self.filt)
-            if stack:
+            stack = live_stack(self.filt)
+            if has_code_frame(stack):
                 self.buffers.append((op_name(func), stack, out))
         return out
 
@@ -458,7 +476,7 @@ class FactoryCalls(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         name = op_name(func)
         if name.startswith(_FACTORY_PREFIXES) and isinstance(out, torch.Tensor) and out.is_cuda:
-            stack = user_stack(self.filt)
-            if stack:
+            stack = live_stack(self.filt)
+            if has_code_frame(stack):
                 self.log.add(ev.ALLOCATION, name, stack, "fresh device tensor allocated every step (preallocate, write in place)")
         return out

@@ -12,9 +12,23 @@ def test_event_log_merges_by_kind_what_and_line():
     log.add("runtime_sync", "cudaDeviceSynchronize", [], "unattributed")
     events = log.events()
     assert [e["count"] for e in events] == [2, 1, 1]
-    assert events[0]["location"] == {"path": "/m.py", "line": 12, "function": "step"}
+    assert events[0]["location"] == {"path": "/m.py", "line": 12, "function": "step", "scope": "user"}
     assert events[2]["location"] is None
     assert len(log) == 3
+
+
+def test_events_at_one_user_line_are_told_apart_by_their_innermost_frame():
+    log = EventLog()
+    user = Frame("/m.py", 12, "step")
+    first = [Frame("/site-packages/transformers/moe.py", 79, "forward", "library"), user]
+    second = [Frame("/site-packages/transformers/moe.py", 85, "forward", "library"), user]
+    log.add("sync", "aten::nonzero", first)
+    log.add("sync", "aten::nonzero", first)
+    log.add("sync", "aten::nonzero", second)
+    events = log.events()
+    assert [(e["stack"][0]["line"], e["count"]) for e in events] == [(79, 2), (85, 1)]
+    assert all(e["location"]["path"] == "/m.py" for e in events)
+    assert len(events[0]["stack"]) == 2
 
 
 def phase(bucket, name, status, **extra):

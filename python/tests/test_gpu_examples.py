@@ -1,5 +1,6 @@
-"""GPU acceptance for issue 5: every example in examples/probe is reported in the right phase
-with the right line; the clean ones capture and replay bit-exactly. Skipped without CUDA."""
+"""GPU acceptance for issues 5 and 13: every example in examples/probe is reported in the right
+phase with the right line (and, where marked, the library line inside it); the clean ones capture
+and replay bit-exactly. Skipped without CUDA; the transformers examples without transformers."""
 
 import json
 import os
@@ -16,12 +17,26 @@ if not torch.cuda.is_available():
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EXAMPLES = os.path.join(REPO, "examples", "probe")
 EXPECT = re.compile(r"#\s*expect:\s*([\w ]+)$")
+INNERMOST = re.compile(r"^expect-innermost:\s*(\S+)$", re.M)
+NEEDS_TRANSFORMERS = {"mixtral_moe", "llama_static_cache"}
 
 HAZARDS = [
     "item", "tolist", "if_any", "assert_all", "nonzero", "mask_index", "bincount",
     "tensor_from_list", "setitem_int", "cuda_synchronize", "empty_scale", "ue8m0_original",
+    "transformer_encoder", "mixtral_moe",
 ]
-CLEAN = {"clean_mlp": (1, 4), "moe_decode": (1, 2, 4, 8), "ue8m0_final": (1, 8)}
+CLEAN = {
+    "clean_mlp": (1, 4),
+    "moe_decode": (1, 2, 4, 8),
+    "ue8m0_final": (1, 8),
+    "kv_cache_decode": (1, 4),
+    "llama_static_cache": (1, 4),
+}
+
+
+def needs(name):
+    if name in NEEDS_TRANSFORMERS:
+        pytest.importorskip("transformers", reason="transformers is not installed")
 
 
 def example(name):
@@ -38,10 +53,11 @@ def expectations(path):
     return out
 
 
-def run_harness(name, buckets=(1,), timeout=300):
+def run_harness(name, buckets=(1,), timeout=300, extra=()):
     cmd = [sys.executable, "-m", "graphready.harness", "--target", example(name) + ":factory"]
     for b in buckets:
         cmd += ["--bucket", str(b)]
+    cmd += list(extra)
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -58,9 +74,11 @@ def describe(phases):
 
 @pytest.mark.parametrize("name", HAZARDS)
 def test_hazard_is_reported_in_the_right_phase_at_the_right_line(name):
+    needs(name)
     path = example(name)
     wanted = expectations(path)
     assert wanted, f"{name} has no `# expect:` marker"
+    innermost = INNERMOST.findall(open(path).read())
     proc, lines = run_harness(name)
     phases = phases_of(lines)
     assert "timing" in phases, proc.stderr[-3000:]
@@ -73,19 +91,28 @@ def test_hazard_is_reported_in_the_right_phase_at_the_right_line(name):
                 if e["location"] and e["location"]["path"] == path and e["location"]["line"] == line
             ]
             assert hits, f"{phase} does not name {name}.py:{line}: {describe(phases)}"
+            for suffix in innermost:  # issue 13: the library line that issued it
+                inner = [e["stack"][0] for e in hits if e["stack"]]
+                assert any(f["path"].endswith(suffix) and f["scope"] != "user" for f in inner), (
+                    f"{phase}: no event's innermost frame is in {suffix}: {describe(phases)}"
+                )
 
 
 @pytest.mark.parametrize("name", sorted(CLEAN))
 def test_clean_program_captures_and_replays_bit_exactly(name):
+    needs(name)
     buckets = CLEAN[name]
     proc, lines = run_harness(name, buckets)
     for bucket in buckets:
         phases = phases_of(lines, bucket)
         for phase in ("setup", "warmup", "sync_scan", "profiler_scan", "capture", "replay", "uninitialized", "timing"):
             assert phases[phase]["status"] == "pass", f"bucket {bucket} {phase}: {describe(phases)}\n{proc.stderr[-2000:]}"
+        assert phases["row_isolation"]["status"] in ("pass", "skipped"), describe(phases)
         comparisons = phases["replay"]["comparisons"]
         assert len(comparisons) == 3 and all(c["equal"] for c in comparisons)
         assert phases["timing"]["timing"]["speedup"] > 0
+        graph = phases["capture"]["graph"]
+        assert graph["capture_seconds"] > 0 and graph["pool_reserved_bytes"] > 0
 
 
 def test_segfault_is_the_phase_that_died():
@@ -100,6 +127,8 @@ def test_device_assert_poisons_later_phases_but_every_phase_reports():
     proc, lines = run_harness("device_assert")
     phases = phases_of(lines)
     assert phases["warmup"]["status"] == "error", describe(phases)
+    assert phases["warmup"]["context_lost"] and not phases["warmup"]["poisoning"]
+    assert "the step itself triggered it" in phases["warmup"]["message"]
     assert phases["timing"]["status"] == "skipped"
     assert "unusable" in phases["timing"]["message"]
 

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from graphready import harness
+from graphready.protocol import PROTOCOL_VERSION
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
@@ -18,7 +19,7 @@ def run(argv):
 def test_bad_arguments_and_targets_are_environment_errors(tmp_path):
     code, lines = run(["--bucket", "1"])
     assert code == harness.ENV_ERROR_EXIT
-    assert lines[0]["type"] == "hello" and lines[0]["protocol"] == 1
+    assert lines[0]["type"] == "hello" and lines[0]["protocol"] == PROTOCOL_VERSION
     assert lines[-1]["kind"] == "bad_args"
     code, lines = run(["--target", "x.py:f", "--bucket", "0"])
     assert lines[-1]["kind"] == "bad_args"

@@ -3,7 +3,8 @@ import math
 import os
 import re
 
-from graphready.protocol import PHASES, PROTOCOL_VERSION, Collector, encode, sanitize
+
+from graphready.protocol import PHASES, POISONING_PHASES, PROTOCOL_VERSION, STATUSES, Collector, encode, sanitize
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -33,3 +34,20 @@ def test_phases_and_version_match_the_rust_driver():
     block = re.search(r"pub const PHASES: &\[&str\] = &\[(.*?)\];", source, re.S).group(1)
     assert version == PROTOCOL_VERSION
     assert tuple(re.findall(r'"(\w+)"', block)) == PHASES
+
+
+def test_poisoning_phases_and_statuses_match_the_rust_driver():
+    protocol = open(os.path.join(REPO, "crates/graphready_probe/src/protocol.rs")).read()
+    block = re.search(r"pub const POISONING_PHASES: &\[&str\] = &\[(.*?)\];", protocol, re.S).group(1)
+    assert tuple(re.findall(r'"(\w+)"', block)) == POISONING_PHASES
+    assert set(POISONING_PHASES) <= set(PHASES)
+    report = open(os.path.join(REPO, "crates/graphready_probe/src/report.rs")).read()
+    for status in STATUSES:
+        assert f'"{status}"' in report, status
+
+
+def test_phase_table_follows_the_protocol_order():
+    # Read as text: phases.py imports torch, which CI does not have.
+    source = open(os.path.join(REPO, "python/graphready/phases.py")).read()
+    table = re.search(r"^PHASE_TABLE = \((.*?)^\)", source, re.S | re.M).group(1)
+    assert tuple(re.findall(r'\("(\w+)", phase_\1,', table)) == PHASES

@@ -6,8 +6,10 @@
 # 1. pytest python/tests: unit tests plus the GPU acceptance tests (every `# expect:` marker in
 #    examples/probe names the right line in the right phase; clean programs replay bit-exactly).
 # 2. `graphready probe` on every example: the hazard programs in parallel, then the clean ones one
-#    at a time (their latencies are reported). Uses .gpu-bin/graphready when present (the release
-#    binary built elsewhere), else drives the Python harness directly.
+#    at a time (their latencies, graph memory and capture times are reported). Uses
+#    .gpu-bin/graphready when present (the release binary built elsewhere), else drives the Python
+#    harness directly. The real-model examples (transformers) run when transformers is installed,
+#    and are listed as skipped, with the reason, when it is not.
 # Reports land in ${OUT:-/tmp/graphready-probe}. Exit 0 when everything behaved as expected.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,13 +34,26 @@ pytest_rc=$?
 tail -30 "$LOGS/pytest.log"
 [ "$pytest_rc" -eq 0 ] || status=1
 
+HAVE_TRANSFORMERS=0
+python3 -c 'import transformers' 2>/dev/null && HAVE_TRANSFORMERS=1
+NEEDS_TRANSFORMERS=" mixtral_moe llama_static_cache "
+
+# The library file each real-model example's events should point into: checked statically too.
+library_file() {
+  case "$1" in
+    transformer_encoder) python3 -c 'import torch.nn.modules.transformer as m; print(m.__file__)' ;;
+    mixtral_moe) python3 -c 'import transformers.models.mixtral.modeling_mixtral as m; print(m.__file__)' ;;
+  esac
+}
+
 probe_one() {  # name buckets -> writes $LOGS/name.log and $LOGS/name.rc
-  local name=$1 buckets=$2
+  local name=$1 buckets=$2 lib
+  lib=$(library_file "$name" 2>/dev/null)
   {
-    echo "== graphready probe examples/probe/$name.py:factory --buckets $buckets"
+    echo "== graphready probe examples/probe/$name.py:factory --buckets $buckets${lib:+ --check ... $lib}"
     if [ -x "$BIN" ]; then
       "$BIN" probe "examples/probe/$name.py:factory" --buckets "$buckets" --timeout 300 \
-        --output "$OUT_DIR/$name.json" --check "examples/probe/$name.py"
+        --output "$OUT_DIR/$name.json" --check "examples/probe/$name.py" $lib
       echo $? > "$LOGS/$name.rc"
     else
       python3 - "$name" "$buckets" "$OUT_DIR" <<'PY'
@@ -67,18 +82,32 @@ PY
 }
 
 HAZARDS=(item tolist if_any assert_all nonzero mask_index bincount tensor_from_list setitem_int
-         cuda_synchronize empty_scale ue8m0_original crash_segfault device_assert)
-CLEAN=("clean_mlp 1,4" "ue8m0_final 1,8" "moe_decode 1,2,4,8")
+         cuda_synchronize empty_scale ue8m0_original crash_segfault device_assert
+         transformer_encoder mixtral_moe hidden_counter uninit_index "pad_amax 4")
+CLEAN=("clean_mlp 1,4" "ue8m0_final 1,8" "moe_decode 1,2,4,8" "kv_cache_decode 1,4,8"
+       "llama_static_cache 1,2,4,8")
+SKIPPED=()
+runnable() {  # name -> 0 when it can run here
+  if [[ "$NEEDS_TRANSFORMERS" == *" $1 "* && "$HAVE_TRANSFORMERS" != 1 ]]; then
+    SKIPPED+=("$(printf '%-18s skipped: transformers is not installed' "$1")")
+    return 1
+  fi
+  return 0
+}
 
 running=0
-for name in "${HAZARDS[@]}"; do
-  probe_one "$name" 1 &
+for spec in "${HAZARDS[@]}"; do
+  set -- $spec
+  runnable "$1" || continue
+  probe_one "$1" "${2:-1}" &
   running=$((running + 1))
   if [ "$running" -ge 4 ]; then wait -n; running=$((running - 1)); fi
 done
 wait
 for spec in "${CLEAN[@]}"; do
-  probe_one $spec
+  set -- $spec
+  runnable "$1" || continue
+  probe_one "$1" "$2"
 done
 
 SUMMARY=()
@@ -91,8 +120,31 @@ report() {  # name buckets expected
   echo "-> exit $code"
   SUMMARY+=("$(printf '%-18s buckets %-8s exit %-3s (expected %s) %s' "$name" "$buckets" "$code" "$expect" "$verdict")")
 }
-for name in "${HAZARDS[@]}"; do report "$name" 1 1; done
-for spec in "${CLEAN[@]}"; do report $spec 0; done
+for spec in "${HAZARDS[@]}"; do
+  set -- $spec
+  [ -f "$LOGS/$1.log" ] && report "$1" "${2:-1}" 1
+done
+for spec in "${CLEAN[@]}"; do
+  set -- $spec
+  [ -f "$LOGS/$1.log" ] && report "$1" "$2" 0
+done
+# What issue 13 promises, read off the binary's outputs above.
+expect_in() {  # label name pattern
+  local label=$1 name=$2 pattern=$3 verdict=ok
+  [ -f "$LOGS/$name.log" ] || return 0
+  grep -qE "$pattern" "$LOGS/$name.log" || { verdict=UNEXPECTED; status=1; }
+  SUMMARY+=("$(printf '%-18s %-44s %s' "$name" "$label" "$verdict")")
+}
+if [ -x "$BIN" ]; then
+expect_in "library line named" transformer_encoder "innermost \(framework\): .*torch/nn/modules/transformer.py:[0-9]+"
+expect_in "library line named" mixtral_moe "innermost \(library\): .*transformers/models/mixtral/modeling_mixtral.py:[0-9]+"
+expect_in "confirmed at the library line" mixtral_moe "confirmed .*GR201 at .*modeling_mixtral.py:[0-9]+"
+expect_in "re-run tells the poison caused it" uninit_index "re-run without poisoning: pass"
+expect_in "inconclusive, not uninitialised" hidden_counter "uninitialized +INCONCLUSIVE"
+expect_in "pad rows leak" pad_amax "row_isolation +FAIL +pad rows leak"
+expect_in "state restored, ready" llama_static_cache "^ready: "
+expect_in "graph memory totals" llama_static_cache "total \(4 graph\(s\)\)"
+fi
 
 # The CLI's other paths: a module TARGET, JSON on stdout, and environment errors (exit 2).
 cli_case() {  # label expected-exit command...
@@ -119,6 +171,7 @@ echo
 echo "== summary"
 echo "pytest: $(grep -E '[0-9]+ (passed|failed)' "$LOGS/pytest.log" | tail -1)"
 printf '%s\n' "${SUMMARY[@]}"
+[ "${#SKIPPED[@]}" -eq 0 ] || printf '%s\n' "${SKIPPED[@]}"
 if [ "$status" -eq 0 ]; then echo "ALL PROBE GPU CHECKS PASSED"; else echo "SOME PROBE GPU CHECKS FAILED"; fi
 rm -rf "$LOGS"
 exit "$status"

@@ -113,6 +113,16 @@ pub enum ProbeFormat {
     Json,
 }
 
+/// Which frames of each event the text shows (JSON keeps every frame).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum FramesArg {
+    /// The user's line, and the innermost frame (library or not) when it is another.
+    #[default]
+    User,
+    /// The whole stack, innermost first.
+    All,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct ProbeArgs {
     /// `path/to/file.py:factory` or `package.module:factory`; the factory takes the bucket
@@ -124,7 +134,9 @@ pub struct ProbeArgs {
     /// Also write the JSON report to FILE.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Check these files or folders statically and correlate the findings with the run.
+    /// Check these files or folders statically and correlate the findings with the run
+    /// (installed packages too: a folder under site-packages or a virtual environment is
+    /// analysed file by file).
     #[arg(long, value_name = "PATH", num_args = 1..)]
     pub check: Vec<PathBuf>,
     /// Time limit for each bucket, in seconds.
@@ -135,4 +147,7 @@ pub struct ProbeArgs {
     pub python: Option<OsString>,
     #[arg(long, value_enum, default_value_t = ProbeFormat::Text)]
     pub output_format: ProbeFormat,
+    /// Frames shown per event in the text.
+    #[arg(long, value_enum, default_value_t = FramesArg::User)]
+    pub frames: FramesArg,
 }

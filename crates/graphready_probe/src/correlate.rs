@@ -1,11 +1,15 @@
 //! Merge runtime events with static findings by file and line.
 //!
-//! A runtime event at the line of a static finding *confirms* it. A runtime event with no static
-//! finding there is a *static blind spot* — listed first, because it is what the checker missed.
-//! A static finding with no runtime event either *ran without an event* (its line executed during
+//! Each event is correlated at one frame: walking from the innermost frame (the line that
+//! issued the operation, inside a library or not) out to the user's line, the first frame that
+//! holds a static finding. A `.nonzero()` inside transformers' MoE loop thus confirms the finding
+//! at that line of transformers, not the user's call. Events are grouped into sites by the
+//! user's line and that frame (their innermost frame when nothing matched). A site with no
+//! finding is a *static blind spot* — listed first, because it is what the checker missed. A
+//! static finding with no runtime event either *ran without an event* (its line executed during
 //! the sync scan; the hazard did not show, e.g. the value was on the CPU) or was *not exercised*.
 
-use crate::report::{RuntimeEvent, RuntimeReport};
+use crate::report::{Frame, RuntimeEvent, RuntimeReport};
 use graphready_diagnostics::{Diagnostic, Severity};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -26,6 +30,9 @@ pub struct RuntimeSite {
     pub buckets: Vec<u32>,
     pub count: u64,
     pub message: String,
+    /// The frame that issued the operation, when it is not the user's line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub innermost: Option<Frame>,
 }
 
 /// A static finding, referenced by place and rule.
@@ -75,7 +82,14 @@ pub fn canonical(path: &str, base: &Path) -> PathBuf {
     std::fs::canonicalize(&absolute).unwrap_or(absolute)
 }
 
-type SiteKey = (Option<PathBuf>, Option<u32>, Option<String>);
+/// A site: the user's line (or, without one, the operation) and the frame the site is about —
+/// the frame whose static finding the events confirm, else their innermost frame.
+type SiteKey = (
+    Option<(PathBuf, u32)>,
+    Option<(PathBuf, u32)>,
+    Option<String>,
+);
+type Place = (PathBuf, u32);
 
 /// Correlate with relative paths resolved against the current directory.
 pub fn correlate(runtime: &RuntimeReport, findings: &[Diagnostic]) -> Correlation {
@@ -89,9 +103,7 @@ pub fn correlate_from(
     findings: &[Diagnostic],
     base: &Path,
 ) -> Correlation {
-    let sites = runtime_sites(runtime, base);
-
-    let mut by_line: HashMap<(PathBuf, u32), Vec<&Diagnostic>> = HashMap::new();
+    let mut by_line: HashMap<Place, Vec<&Diagnostic>> = HashMap::new();
     for finding in findings {
         by_line
             .entry((canonical(&finding.path, base), finding.line()))
@@ -100,17 +112,12 @@ pub fn correlate_from(
     }
 
     let mut correlation = Correlation::default();
-    let mut matched: BTreeSet<(PathBuf, u32)> = BTreeSet::new();
-    for (key, site) in sites {
-        let hits = match (&key.0, key.1) {
-            (Some(path), Some(line)) => by_line.get(&(path.clone(), line)),
-            _ => None,
-        };
-        match hits {
-            Some(hits) => {
-                if let (Some(path), Some(line)) = (key.0, key.1) {
-                    matched.insert((path, line));
-                }
+    let mut matched: BTreeSet<Place> = BTreeSet::new();
+    for (_, site, confirmed_at) in runtime_sites(runtime, base, &by_line) {
+        match confirmed_at {
+            Some(place) => {
+                let hits = &by_line[&place];
+                matched.insert(place);
                 correlation.confirmed.push(Confirmed {
                     runtime: site,
                     findings: hits.iter().map(|d| static_ref(d)).collect(),
@@ -152,30 +159,66 @@ fn static_ref(d: &Diagnostic) -> StaticRef {
     }
 }
 
-/// Runtime hazard events grouped by user line (events without a line, by operation), in the
-/// order first seen, with the most serious kinds first.
-fn runtime_sites(runtime: &RuntimeReport, base: &Path) -> Vec<(SiteKey, RuntimeSite)> {
+/// Where one event is correlated: the innermost frame from the operation out to the user's line
+/// that holds a static finding (`confirmed`), else its innermost frame.
+fn focus<'a>(
+    event: &'a RuntimeEvent,
+    base: &Path,
+    by_line: &HashMap<Place, Vec<&Diagnostic>>,
+) -> (Option<&'a Frame>, Option<Place>) {
+    for frame in event.frames_to_location() {
+        let place = (canonical(&frame.path, base), frame.line);
+        if by_line.contains_key(&place) {
+            return (Some(frame), Some(place));
+        }
+    }
+    (event.innermost(), None)
+}
+
+/// Runtime hazard events grouped into sites, in the order first seen, with the most serious
+/// kinds first; each with the place of the findings it confirms, if any.
+fn runtime_sites(
+    runtime: &RuntimeReport,
+    base: &Path,
+    by_line: &HashMap<Place, Vec<&Diagnostic>>,
+) -> Vec<(SiteKey, RuntimeSite, Option<Place>)> {
     let mut order: Vec<SiteKey> = Vec::new();
-    let mut sites: HashMap<SiteKey, RuntimeSite> = HashMap::new();
+    let mut sites: HashMap<SiteKey, (RuntimeSite, Option<Place>)> = HashMap::new();
     for bucket in &runtime.buckets {
         for (phase, event) in bucket.events() {
             if !event.is_hazard() {
                 continue;
             }
-            let key = site_key(event, base);
-            let site = sites.entry(key.clone()).or_insert_with(|| {
+            let (frame, confirmed_at) = focus(event, base, by_line);
+            let location = event
+                .location
+                .as_ref()
+                .map(|l| (canonical(&l.path, base), l.line));
+            let focus_place = frame.map(|f| (canonical(&f.path, base), f.line));
+            let key: SiteKey = match &location {
+                Some(_) => (location.clone(), focus_place.clone(), None),
+                None => (None, focus_place.clone(), Some(event.what.clone())),
+            };
+            let (site, _) = sites.entry(key.clone()).or_insert_with(|| {
                 order.push(key.clone());
-                RuntimeSite {
-                    path: event.location.as_ref().map(|l| l.path.clone()),
-                    line: event.location.as_ref().map(|l| l.line),
-                    function: event.location.as_ref().map(|l| l.function.clone()),
-                    kinds: Vec::new(),
-                    operations: Vec::new(),
-                    phases: Vec::new(),
-                    buckets: Vec::new(),
-                    count: 0,
-                    message: event.message.clone(),
-                }
+                let shown = frame
+                    .filter(|f| event.location.as_ref().is_none_or(|l| !l.same_place(f)))
+                    .cloned();
+                (
+                    RuntimeSite {
+                        path: event.location.as_ref().map(|l| l.path.clone()),
+                        line: event.location.as_ref().map(|l| l.line),
+                        function: event.location.as_ref().map(|l| l.function.clone()),
+                        kinds: Vec::new(),
+                        operations: Vec::new(),
+                        phases: Vec::new(),
+                        buckets: Vec::new(),
+                        count: 0,
+                        message: event.message.clone(),
+                        innermost: shown,
+                    },
+                    confirmed_at,
+                )
             });
             // The message of the most serious kind seen here describes the site.
             if kind_rank(&event.kind)
@@ -197,19 +240,12 @@ fn runtime_sites(runtime: &RuntimeReport, base: &Path) -> Vec<(SiteKey, RuntimeS
             site.count += event.count;
         }
     }
-    let mut out: Vec<(SiteKey, RuntimeSite)> = order
+    let mut out: Vec<(SiteKey, RuntimeSite, Option<Place>)> = order
         .into_iter()
-        .filter_map(|key| sites.remove(&key).map(|site| (key, site)))
+        .filter_map(|key| sites.remove(&key).map(|(site, place)| (key, site, place)))
         .collect();
-    out.sort_by_key(|(_, site)| severity_rank(site));
+    out.sort_by_key(|(_, site, _)| severity_rank(site));
     out
-}
-
-fn site_key(event: &RuntimeEvent, base: &Path) -> SiteKey {
-    match &event.location {
-        Some(loc) => (Some(canonical(&loc.path, base)), Some(loc.line), None),
-        None => (None, None, Some(event.what.clone())),
-    }
 }
 
 fn push_unique(list: &mut Vec<String>, value: &str) {

@@ -1,11 +1,12 @@
 //! Runs the harness in a child process per bucket, with a time limit, and assembles the report
 //! from the protocol lines that arrived — also when the child crashed or was killed.
 
+use crate::crash::crash_event;
 use crate::protocol::{Message, PHASES, PROTOCOL_VERSION};
 use crate::report::{
-    BucketReport, Environment, Frame, Outcome, PhaseResult, PhaseStatus, RuntimeEvent,
-    RuntimeReport,
+    BucketReport, Environment, GraphTotals, Outcome, PhaseResult, PhaseStatus, RuntimeReport,
 };
+use crate::rerun::{merge_rerun, needs_rerun};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -113,11 +114,12 @@ impl Launcher {
         }
     }
 
-    fn command(&self, target: &str, bucket: u32) -> Command {
+    fn command(&self, target: &str, bucket: u32, extra: &[OsString]) -> Command {
         let mut command = Command::new(&self.program);
         command
             .args(&self.args)
             .args(["--target", target, "--bucket", &bucket.to_string()])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -143,6 +145,34 @@ pub struct ProbeOptions {
     pub buckets: Vec<u32>,
     /// Time limit for each bucket's child process.
     pub timeout: Duration,
+    /// Paths whose executed lines are recorded too (the `--check` paths, library code
+    /// included), for the static correlation.
+    pub trace: Vec<PathBuf>,
+}
+
+impl ProbeOptions {
+    pub fn new(target: impl Into<String>, buckets: Vec<u32>, timeout: Duration) -> Self {
+        ProbeOptions {
+            target: target.into(),
+            buckets,
+            timeout,
+            trace: Vec::new(),
+        }
+    }
+}
+
+/// A phase about to run, for a progress display.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    pub bucket: u32,
+    /// 1-based position of the bucket in the ladder, and the ladder's length.
+    pub position: usize,
+    pub buckets: usize,
+    pub phase: &'a str,
+    /// A re-run without poisoning after a device assert.
+    pub rerun: bool,
+    /// Since the probe started.
+    pub elapsed: Duration,
 }
 
 /// Probe every bucket, each in a fresh child process, and collect the runtime report.
@@ -150,6 +180,15 @@ pub struct ProbeOptions {
 /// Environment errors (the harness's `env_error`, a missing interpreter, a protocol mismatch)
 /// are `Err`; anything user code does — raise, crash, hang — is recorded in the report.
 pub fn run_probe(launcher: &Launcher, options: &ProbeOptions) -> Result<RuntimeReport, ProbeError> {
+    run_probe_with_progress(launcher, options, &mut |_| {})
+}
+
+/// [`run_probe`], telling `progress` each phase as it starts.
+pub fn run_probe_with_progress(
+    launcher: &Launcher,
+    options: &ProbeOptions,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<RuntimeReport, ProbeError> {
     if options.buckets.is_empty() {
         return Err(ProbeError::NoBuckets);
     }
@@ -160,14 +199,41 @@ pub fn run_probe(launcher: &Launcher, options: &ProbeOptions) -> Result<RuntimeR
         python: None,
         environment: None,
         buckets: Vec::new(),
+        graph_totals: None,
     };
-    for &bucket in &options.buckets {
-        let run = run_bucket(launcher, &options.target, bucket, options.timeout)?;
+    let started = Instant::now();
+    let mut trace: Vec<OsString> = Vec::new();
+    for path in &options.trace {
+        trace.push("--trace".into());
+        trace.push(path.as_os_str().to_owned());
+    }
+    for (index, &bucket) in options.buckets.iter().enumerate() {
+        let mut tell = |phase: &str, rerun: bool| {
+            progress(&Progress {
+                bucket,
+                position: index + 1,
+                buckets: options.buckets.len(),
+                phase,
+                rerun,
+                elapsed: started.elapsed(),
+            });
+        };
+        let run = run_bucket(launcher, options, bucket, &trace, &mut |p| tell(p, false))?;
         report.harness = report.harness.or(run.harness);
         report.python = report.python.or(run.python);
         report.environment = report.environment.or(run.environment);
-        report.buckets.push(run.bucket);
+        let mut bucket_report = run.bucket;
+        // A device assert while poisoning: re-run that phase without poisoning (each poisoning
+        // phase at most once) to tell whether the poison or the step caused it.
+        while let Some(phase) = needs_rerun(&bucket_report) {
+            let mut extra = trace.clone();
+            extra.extend(["--rerun-from".into(), OsString::from(&phase)]);
+            let rerun = run_bucket(launcher, options, bucket, &extra, &mut |p| tell(p, true))?;
+            merge_rerun(&mut bucket_report, &phase, rerun.bucket);
+        }
+        report.buckets.push(bucket_report);
     }
+    report.graph_totals = GraphTotals::over(&report.buckets);
     Ok(report)
 }
 
@@ -185,19 +251,20 @@ enum Ending {
 
 fn run_bucket(
     launcher: &Launcher,
-    target: &str,
+    options: &ProbeOptions,
     bucket: u32,
-    timeout: Duration,
+    extra: &[OsString],
+    progress: &mut dyn FnMut(&str),
 ) -> Result<BucketRun, ProbeError> {
+    let timeout = options.timeout;
     let program = launcher.program.to_string_lossy().into_owned();
-    let mut child =
-        launcher
-            .command(target, bucket)
-            .spawn()
-            .map_err(|source| ProbeError::Spawn {
-                program: program.clone(),
-                source,
-            })?;
+    let mut child = launcher
+        .command(&options.target, bucket, extra)
+        .spawn()
+        .map_err(|source| ProbeError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
     let deadline = Instant::now() + timeout;
     let stderr = collect_stderr(&mut child);
     let lines = read_lines(&mut child);
@@ -214,6 +281,9 @@ fn run_bucket(
                 if let Err(err) = state.handle(&line) {
                     kill(&mut child);
                     return Err(with_stderr(err, &stderr));
+                }
+                if let Some(phase) = state.started.take() {
+                    progress(&phase);
                 }
             }
             Err(RecvTimeoutError::Timeout) => {
@@ -265,6 +335,8 @@ struct State {
     environment: Option<Environment>,
     env_error: Option<(String, String)>,
     running: Option<String>,
+    /// A phase that started since the last look (for progress).
+    started: Option<String>,
     phases: Vec<PhaseResult>,
     done: bool,
 }
@@ -295,7 +367,10 @@ impl State {
             }
             Some(Message::Environment(env)) => self.environment = Some(env),
             Some(Message::EnvError { kind, message }) => self.env_error = Some((kind, message)),
-            Some(Message::PhaseStart { phase, .. }) => self.running = Some(phase),
+            Some(Message::PhaseStart { phase, .. }) => {
+                self.started = Some(phase.clone());
+                self.running = Some(phase);
+            }
             Some(Message::Phase { result, .. }) => {
                 if self.running.as_deref() == Some(result.phase.as_str()) {
                     self.running = None;
@@ -493,60 +568,4 @@ fn signal_name(signal: i32) -> &'static str {
         15 => " (SIGTERM)",
         _ => "",
     }
-}
-
-/// The user's innermost frame from Python's faulthandler dump (`File "...", line N in f`), so a
-/// segfault in user code still names its line.
-pub fn crash_event(stderr: &str, what: &str) -> Option<RuntimeEvent> {
-    let start = stderr.rfind("Fatal Python error")?;
-    let stack: Vec<Frame> = stderr[start..]
-        .lines()
-        .skip_while(|line| !line.starts_with("Current thread") && !line.starts_with("Thread "))
-        .skip(1)
-        .take_while(|line| line.trim_start().starts_with("File "))
-        .filter_map(parse_fault_frame)
-        .filter(|frame| is_user_path(&frame.path))
-        .collect();
-    let location = stack.first().cloned();
-    Some(RuntimeEvent {
-        kind: "crash".into(),
-        what: stderr[start..]
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_string(),
-        message: format!("the harness {what}"),
-        location,
-        stack,
-        count: 1,
-    })
-}
-
-fn parse_fault_frame(line: &str) -> Option<Frame> {
-    // `  File "/path/x.py", line 15 in step`
-    let rest = line.trim_start().strip_prefix("File \"")?;
-    let (path, rest) = rest.split_once("\", line ")?;
-    let (line_no, function) = rest.split_once(" in ")?;
-    Some(Frame {
-        path: path.to_string(),
-        line: line_no.trim().parse().ok()?,
-        function: function.trim().to_string(),
-    })
-}
-
-fn is_user_path(path: &str) -> bool {
-    const LIBRARY: &[&str] = &[
-        "/torch/",
-        "/triton/",
-        "graphready-probe-",
-        "/graphready/",
-        "<frozen",
-    ];
-    if LIBRARY.iter().any(|fragment| path.contains(fragment)) {
-        return false;
-    }
-    path.contains("site-packages")
-        || path.contains("dist-packages")
-        || !path.contains("/lib/python3")
 }

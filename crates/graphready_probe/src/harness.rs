@@ -25,8 +25,13 @@ harness_files!(
     "harness.py",
     "phases.py",
     "protocol.py",
+    "rows.py",
+    "runs.py",
+    "state.py",
+    "statewatch.py",
     "summary.py",
     "target.py",
+    "verdicts.py",
     "watch.py",
 );
 

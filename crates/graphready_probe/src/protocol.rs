@@ -8,7 +8,7 @@ use crate::report::{Environment, PhaseResult};
 use serde::Deserialize;
 
 /// The protocol version this driver speaks.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The phases in the order the harness runs them.
 pub const PHASES: &[&str] = &[
@@ -19,9 +19,14 @@ pub const PHASES: &[&str] = &[
     "allocations",
     "capture",
     "replay",
+    "row_isolation",
     "uninitialized",
     "timing",
 ];
+
+/// Phases that poison memory on purpose (NaN-filled uninitialised memory, hostile pad rows). A
+/// device assert in one of them is re-run without poisoning to tell who caused it.
+pub const POISONING_PHASES: &[&str] = &["row_isolation", "uninitialized"];
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -26,6 +26,8 @@ pub enum PhaseStatus {
     Pass,
     /// Ran and found a hazard (a sync, a broken capture, a replay mismatch, ...).
     Fail,
+    /// Ran, but could not judge: eager differs from itself on the same inputs and state.
+    Inconclusive,
     /// Could not complete: user code raised, or the phase's tooling failed.
     Error,
     /// Not attempted because a phase it needs did not pass.
@@ -43,6 +45,7 @@ impl PhaseStatus {
         match self {
             PhaseStatus::Pass => "pass",
             PhaseStatus::Fail => "fail",
+            PhaseStatus::Inconclusive => "inconclusive",
             PhaseStatus::Error => "error",
             PhaseStatus::Skipped => "skipped",
             PhaseStatus::Crashed => "crashed",
@@ -60,15 +63,27 @@ impl PhaseStatus {
     }
 }
 
-/// A frame of user code.
+/// A Python frame.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Frame {
     pub path: String,
     pub line: u32,
     pub function: String,
+    /// `user` (the user's own code), `library` (third-party packages such as transformers) or
+    /// `framework` (PyTorch, the standard library).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
-/// One distinct runtime event (kind, operation, user line), with how often it happened.
+impl Frame {
+    /// Same file and line.
+    pub fn same_place(&self, other: &Frame) -> bool {
+        self.path == other.path && self.line == other.line
+    }
+}
+
+/// One distinct runtime event (kind, operation, user line, innermost line), with how often it
+/// happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeEvent {
     /// `sync`, `pageable_copy`, `runtime_sync`, `runtime_alloc`, `capture_break`,
@@ -78,10 +93,11 @@ pub struct RuntimeEvent {
     pub what: String,
     #[serde(default)]
     pub message: String,
-    /// The user's innermost frame; `None` when no user frame was on the stack.
+    /// The user's innermost frame (else the innermost library frame); `None` when neither was
+    /// on the stack.
     #[serde(default)]
     pub location: Option<Frame>,
-    /// User frames, innermost first.
+    /// Every frame from the operation out to the step's caller, innermost first.
     #[serde(default)]
     pub stack: Vec<Frame>,
     #[serde(default = "one")]
@@ -93,6 +109,23 @@ fn one() -> u64 {
 }
 
 impl RuntimeEvent {
+    /// The frame that issued the operation (library or not).
+    pub fn innermost(&self) -> Option<&Frame> {
+        self.stack.first().or(self.location.as_ref())
+    }
+
+    /// The frames from the innermost out to the user's frame (inclusive): the chain a static
+    /// finding may sit on.
+    pub fn frames_to_location(&self) -> Vec<&Frame> {
+        let Some(location) = &self.location else {
+            return self.stack.iter().collect();
+        };
+        match self.stack.iter().position(|f| f.same_place(location)) {
+            Some(end) => self.stack[..=end].iter().collect(),
+            None => vec![location],
+        }
+    }
+
     /// Events that are graph hazards (an `error` is user code raising, a `crash` the
     /// interpreter dying: facts about the run, not about capturability).
     pub fn is_hazard(&self) -> bool {
@@ -147,6 +180,126 @@ pub struct Allocations {
     pub segments: i64,
 }
 
+/// The graph of one bucket: its private memory pool after capture, and the capture's wall time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GraphMemory {
+    pub capture_seconds: f64,
+    /// Bytes the allocator reserved for the graph's pool (segments).
+    pub pool_reserved_bytes: i64,
+    /// Bytes still allocated in it after capture (static outputs, kept intermediates).
+    pub pool_allocated_bytes: i64,
+}
+
+/// Sums over the bucket ladder (each bucket's graph captured into its own pool).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GraphTotals {
+    pub graphs: u32,
+    pub capture_seconds: f64,
+    pub pool_reserved_bytes: i64,
+    pub pool_allocated_bytes: i64,
+}
+
+impl GraphTotals {
+    pub fn over(buckets: &[BucketReport]) -> Option<GraphTotals> {
+        let graphs: Vec<&GraphMemory> = buckets
+            .iter()
+            .filter_map(|b| b.phase("capture").and_then(|p| p.graph.as_ref()))
+            .collect();
+        if graphs.is_empty() {
+            return None;
+        }
+        Some(GraphTotals {
+            graphs: u32::try_from(graphs.len()).unwrap_or(u32::MAX),
+            capture_seconds: graphs.iter().map(|g| g.capture_seconds).sum(),
+            pool_reserved_bytes: graphs.iter().map(|g| g.pool_reserved_bytes).sum(),
+            pool_allocated_bytes: graphs.iter().map(|g| g.pool_allocated_bytes).sum(),
+        })
+    }
+}
+
+/// Where a group of state storages was allocated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateSite {
+    #[serde(default)]
+    pub location: Option<Frame>,
+    #[serde(default)]
+    pub innermost: Option<Frame>,
+    pub tensors: u64,
+    pub bytes: u64,
+}
+
+/// What the step mutates besides its outputs, restored before every judged run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateReport {
+    pub tensors: u64,
+    pub bytes: u64,
+    #[serde(default)]
+    pub found: u64,
+    #[serde(default)]
+    pub declared: u64,
+    /// `ProbeTarget(reset=...)` is called after the tensors are restored.
+    #[serde(default)]
+    pub reset: bool,
+    #[serde(default)]
+    pub sites: Vec<StateSite>,
+    /// Storages with no known allocation site.
+    #[serde(default)]
+    pub unlocated: u64,
+    /// The first storages, one by one (`bytes`, `device`, `tensor`, `origin`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub storages: Vec<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sites_unavailable: Option<String>,
+}
+
+/// An output whose real rows changed with the pad rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowLeak {
+    pub path: String,
+    /// Leaking real rows (empty for an output without a batch dimension, compared whole).
+    #[serde(default)]
+    pub rows: Vec<u64>,
+    #[serde(default = "yes")]
+    pub batched: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowCase {
+    pub real_rows: u64,
+    #[serde(default)]
+    pub leaks: Vec<RowLeak>,
+}
+
+/// Padded-bucket row isolation of one bucket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowIsolation {
+    pub batch_dim: i64,
+    #[serde(default)]
+    pub batch_inputs: Vec<u64>,
+    /// False in a re-run without poisoning (both fills neutral).
+    #[serde(default = "yes")]
+    pub hostile: bool,
+    #[serde(default)]
+    pub cases: Vec<RowCase>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored_real_rows: Vec<u64>,
+}
+
+/// The verdict of the re-run without poisoning, after a device assert in a poisoning phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rerun {
+    /// The re-run phase's status.
+    pub status: PhaseStatus,
+    #[serde(default)]
+    pub message: Option<String>,
+    /// Whether the poisoning caused the assert (the re-run did not assert).
+    pub poison_caused_it: bool,
+}
+
 /// The result of one phase for one bucket.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseResult {
@@ -171,6 +324,24 @@ pub struct PhaseResult {
     pub details: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seconds: Option<f64>,
+    /// Warm-up: the state found and restored before every judged run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<StateReport>,
+    /// Capture: graph memory and capture time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<GraphMemory>,
+    /// Row isolation: what was tried and what leaked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<RowIsolation>,
+    /// The phase lost the CUDA context (a device-side assert).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub context_lost: bool,
+    /// It was poisoning memory on purpose when that happened.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub poisoning: bool,
+    /// After `context_lost` while poisoning: the re-run without poisoning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun: Option<Rerun>,
     /// User lines executed during the sync scan, by canonical path (used for correlation only).
     #[serde(default, skip_serializing)]
     pub coverage: BTreeMap<String, Vec<u32>>,
@@ -191,6 +362,12 @@ impl PhaseResult {
             traceback: None,
             details: None,
             seconds: None,
+            state: None,
+            graph: None,
+            rows: None,
+            context_lost: false,
+            poisoning: false,
+            rerun: None,
             coverage: BTreeMap::new(),
         }
     }
@@ -268,6 +445,9 @@ pub struct RuntimeReport {
     #[serde(default)]
     pub environment: Option<Environment>,
     pub buckets: Vec<BucketReport>,
+    /// Graph memory and capture time summed over the buckets that captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_totals: Option<GraphTotals>,
 }
 
 impl RuntimeReport {

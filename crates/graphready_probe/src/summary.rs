@@ -1,12 +1,35 @@
 //! A readable text summary of a probe run (and its correlation with static findings).
 
 use crate::correlate::{Correlation, RuntimeSite};
-use crate::report::{BucketReport, Outcome, PhaseResult, PhaseStatus, RuntimeReport};
+use crate::report::{
+    BucketReport, Frame, GraphMemory, Outcome, PhaseResult, PhaseStatus, RuntimeEvent,
+    RuntimeReport, StateReport,
+};
 use std::fmt::Write as _;
 use std::path::Path;
 
+/// Which frames of an event's stack the text shows (JSON always keeps them all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FrameDisplay {
+    /// The user's frame, and the innermost frame when it is another (library or not).
+    #[default]
+    User,
+    /// Every frame, innermost first.
+    All,
+}
+
 /// Render the runtime report; paths under `base` are shown relative to it.
 pub fn render(report: &RuntimeReport, correlation: Option<&Correlation>, base: &Path) -> String {
+    render_with(report, correlation, base, FrameDisplay::User)
+}
+
+/// [`render`], choosing which frames of each event are shown.
+pub fn render_with(
+    report: &RuntimeReport,
+    correlation: Option<&Correlation>,
+    base: &Path,
+    frames: FrameDisplay,
+) -> String {
     let mut out = String::new();
     let _ = write!(out, "graphready probe {}", report.target);
     if let Some(env) = &report.environment {
@@ -20,9 +43,10 @@ pub fn render(report: &RuntimeReport, correlation: Option<&Correlation>, base: &
     }
     out.push('\n');
     for bucket in &report.buckets {
-        render_bucket(&mut out, bucket, base);
+        render_bucket(&mut out, bucket, base, frames);
     }
     render_speedups(&mut out, report);
+    render_graph_memory(&mut out, report);
     if let Some(correlation) = correlation {
         render_correlation(&mut out, correlation, base);
     }
@@ -30,10 +54,10 @@ pub fn render(report: &RuntimeReport, correlation: Option<&Correlation>, base: &
     out
 }
 
-fn render_bucket(out: &mut String, bucket: &BucketReport, base: &Path) {
+fn render_bucket(out: &mut String, bucket: &BucketReport, base: &Path, frames: FrameDisplay) {
     let _ = writeln!(out, "bucket {}:", bucket.bucket);
     for phase in &bucket.phases {
-        render_phase(out, phase, base);
+        render_phase(out, phase, base, frames);
     }
     match &bucket.outcome {
         Outcome::Completed => {}
@@ -52,7 +76,7 @@ fn render_bucket(out: &mut String, bucket: &BucketReport, base: &Path) {
     }
 }
 
-fn render_phase(out: &mut String, phase: &PhaseResult, base: &Path) {
+fn render_phase(out: &mut String, phase: &PhaseResult, base: &Path, frames: FrameDisplay) {
     let status = match phase.status {
         PhaseStatus::Pass => "pass".to_string(),
         other => other.as_str().to_uppercase(),
@@ -71,10 +95,28 @@ fn render_phase(out: &mut String, phase: &PhaseResult, base: &Path) {
             alloc.count, alloc.bytes, alloc.segments
         );
     }
+    if let Some(graph) = &phase.graph {
+        let _ = write!(out, " {}", graph_line(graph));
+    }
     if let Some(message) = &phase.message {
         let _ = write!(out, " {message}");
     }
     out.push('\n');
+    if let Some(state) = &phase.state {
+        render_state(out, state, base);
+    }
+    if let Some(rerun) = &phase.rerun {
+        let _ = writeln!(
+            out,
+            "      re-run without poisoning: {}{}",
+            rerun.status.as_str(),
+            rerun
+                .message
+                .as_deref()
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default()
+        );
+    }
     for event in &phase.events {
         if event.kind == "allocation" && phase.status == PhaseStatus::Pass {
             let where_ = event
@@ -91,12 +133,7 @@ fn render_phase(out: &mut String, phase: &PhaseResult, base: &Path) {
             String::new()
         };
         let where_ = match &event.location {
-            Some(l) => format!(
-                "{}:{} in {}",
-                display_path(&l.path, base),
-                l.line,
-                l.function
-            ),
+            Some(l) => frame_text(l, base),
             None => "(no user frame)".to_string(),
         };
         let _ = writeln!(
@@ -104,6 +141,7 @@ fn render_phase(out: &mut String, phase: &PhaseResult, base: &Path) {
             "      {}: {} at {where_}{count}: {}",
             event.kind, event.what, event.message
         );
+        render_frames(out, event, base, frames);
     }
     for comparison in &phase.comparisons {
         let verdict = if comparison.equal {
@@ -117,6 +155,148 @@ fn render_phase(out: &mut String, phase: &PhaseResult, base: &Path) {
         }
         out.push('\n');
     }
+}
+
+fn frame_text(frame: &Frame, base: &Path) -> String {
+    format!(
+        "{}:{} in {}",
+        display_path(&frame.path, base),
+        frame.line,
+        frame.function
+    )
+}
+
+fn render_frames(out: &mut String, event: &RuntimeEvent, base: &Path, frames: FrameDisplay) {
+    match frames {
+        FrameDisplay::User => {
+            let Some(innermost) = event.innermost() else {
+                return;
+            };
+            if event
+                .location
+                .as_ref()
+                .is_some_and(|l| l.same_place(innermost))
+            {
+                return;
+            }
+            let scope = innermost.scope.as_deref().unwrap_or("library");
+            let _ = writeln!(
+                out,
+                "        innermost ({scope}): {}",
+                frame_text(innermost, base)
+            );
+        }
+        FrameDisplay::All => {
+            for (index, frame) in event.stack.iter().enumerate() {
+                let lead = if index == 0 { "stack:" } else { "" };
+                let scope = frame.scope.as_deref().unwrap_or("");
+                let _ = writeln!(
+                    out,
+                    "        {lead:<6} {} [{scope}]",
+                    frame_text(frame, base)
+                );
+            }
+        }
+    }
+}
+
+fn render_state(out: &mut String, state: &StateReport, base: &Path) {
+    for site in state.sites.iter().take(6) {
+        let innermost = site
+            .innermost
+            .as_ref()
+            .map(|f| frame_text(f, base))
+            .unwrap_or_default();
+        let via = match (&site.location, &site.innermost) {
+            (Some(l), Some(i)) if !l.same_place(i) => format!(" (from {})", frame_text(l, base)),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "      state: {} storage(s), {} allocated at {innermost}{via}",
+            site.tensors,
+            format_bytes(site.bytes)
+        );
+    }
+    if state.sites.len() > 6 {
+        let _ = writeln!(
+            out,
+            "      state: ... {} more site(s)",
+            state.sites.len() - 6
+        );
+    }
+    if state.unlocated > 0 && !state.sites.is_empty() {
+        let _ = writeln!(
+            out,
+            "      state: {} storage(s) with no known allocation site",
+            state.unlocated
+        );
+    }
+}
+
+fn graph_line(graph: &GraphMemory) -> String {
+    format!(
+        "graph pool {} reserved, {} allocated; captured in {:.1} ms",
+        format_bytes_signed(graph.pool_reserved_bytes),
+        format_bytes_signed(graph.pool_allocated_bytes),
+        graph.capture_seconds * 1e3
+    )
+}
+
+/// `512 B`, `64.0 KiB`, `3.2 MiB`, `1.5 GiB`.
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+fn format_bytes_signed(bytes: i64) -> String {
+    let text = format_bytes(bytes.unsigned_abs());
+    if bytes < 0 {
+        format!("-{text}")
+    } else {
+        text
+    }
+}
+
+fn render_graph_memory(out: &mut String, report: &RuntimeReport) {
+    let rows: Vec<String> = report
+        .buckets
+        .iter()
+        .filter_map(|b| {
+            let graph = b.phase("capture")?.graph.as_ref()?;
+            Some(format!(
+                "  bucket {:>4}: pool {:>10} reserved {:>10} allocated  capture {:>8.1} ms",
+                b.bucket,
+                format_bytes_signed(graph.pool_reserved_bytes),
+                format_bytes_signed(graph.pool_allocated_bytes),
+                graph.capture_seconds * 1e3
+            ))
+        })
+        .collect();
+    let Some(totals) = &report.graph_totals else {
+        return;
+    };
+    let _ = writeln!(out, "graph memory and capture time:");
+    for row in rows {
+        let _ = writeln!(out, "{row}");
+    }
+    let _ = writeln!(
+        out,
+        "  total ({} graph(s)): pool {} reserved {} allocated  capture {:.1} ms",
+        totals.graphs,
+        format_bytes_signed(totals.pool_reserved_bytes),
+        format_bytes_signed(totals.pool_allocated_bytes),
+        totals.capture_seconds * 1e3
+    );
 }
 
 fn render_speedups(out: &mut String, report: &RuntimeReport) {
@@ -155,11 +335,22 @@ fn render_correlation(out: &mut String, correlation: &Correlation, base: &Path) 
         let _ = writeln!(out, "  static blind spot  {}", site_line(site, base));
     }
     for confirmed in &correlation.confirmed {
-        let codes: Vec<&str> = confirmed.findings.iter().map(|f| f.code.as_str()).collect();
+        let site = &confirmed.runtime;
+        let codes: Vec<String> = confirmed
+            .findings
+            .iter()
+            .map(|f| {
+                if site.path.as_deref() == Some(f.path.as_str()) && site.line == Some(f.line) {
+                    f.code.clone()
+                } else {
+                    format!("{} at {}:{}", f.code, display_path(&f.path, base), f.line)
+                }
+            })
+            .collect();
         let _ = writeln!(
             out,
             "  confirmed          {} [{}]",
-            site_line(&confirmed.runtime, base),
+            site_line(site, base),
             codes.join(", ")
         );
     }
@@ -181,10 +372,18 @@ fn render_correlation(out: &mut String, correlation: &Correlation, base: &Path) 
 }
 
 fn site_line(site: &RuntimeSite, base: &Path) -> String {
-    let place = match (&site.path, site.line) {
+    let mut place = match (&site.path, site.line) {
         (Some(path), Some(line)) => format!("{}:{line}", display_path(path, base)),
         _ => "(no user frame)".to_string(),
     };
+    if let Some(inner) = &site.innermost {
+        let _ = write!(
+            place,
+            " via {}:{}",
+            display_path(&inner.path, base),
+            inner.line
+        );
+    }
     format!(
         "{place} {} ({})",
         site.kinds.join("+"),

@@ -1,8 +1,8 @@
 //! The driver against a fake harness that prints canned protocol lines.
 
 use graphready_probe::{
-    correlate_from, render_summary, run_probe, Launcher, Outcome, PhaseStatus, ProbeError,
-    ProbeOptions, RuntimeReport, PHASES,
+    correlate_from, render_summary, render_summary_with, run_probe, run_probe_with_progress,
+    FrameDisplay, Launcher, Outcome, PhaseStatus, ProbeError, ProbeOptions, RuntimeReport, PHASES,
 };
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -15,11 +15,11 @@ fn fake() -> Launcher {
 fn probe(scenario: &str, buckets: &[u32], timeout_secs: u64) -> Result<RuntimeReport, ProbeError> {
     run_probe(
         &fake(),
-        &ProbeOptions {
-            target: scenario.to_string(),
-            buckets: buckets.to_vec(),
-            timeout: Duration::from_secs(timeout_secs),
-        },
+        &ProbeOptions::new(
+            scenario.to_string(),
+            buckets.to_vec(),
+            Duration::from_secs(timeout_secs),
+        ),
     )
 }
 
@@ -159,7 +159,7 @@ fn protocol_mismatch_and_malformed_lines_are_errors() {
         err,
         ProbeError::ProtocolVersion {
             found: 99,
-            expected: 1
+            expected: graphready_probe::PROTOCOL_VERSION
         }
     ));
     let err = probe("garbage", &[1], 20).unwrap_err();
@@ -179,11 +179,7 @@ fn missing_interpreter_is_a_spawn_error() {
     let launcher = Launcher::custom("/nonexistent/python3", &[]);
     let err = run_probe(
         &launcher,
-        &ProbeOptions {
-            target: "x.py:f".into(),
-            buckets: vec![1],
-            timeout: Duration::from_secs(5),
-        },
+        &ProbeOptions::new("x.py:f", vec![1], Duration::from_secs(5)),
     )
     .unwrap_err();
     assert!(matches!(err, ProbeError::Spawn { .. }));
@@ -237,4 +233,173 @@ fn correlation_lists_blind_spots_confirmed_and_unexercised() {
         "{text}"
     );
     assert!(text.contains("confirmed          model.py:12"), "{text}");
+}
+
+/// Issue 13: graph memory and capture time per bucket, with totals over the ladder; the state
+/// the warm-up found, with where it was allocated.
+#[test]
+fn graph_memory_totals_and_state_are_reported() {
+    let report = probe("clean", &[1, 2, 4], 20).unwrap();
+    let totals = report.graph_totals.as_ref().unwrap();
+    assert_eq!(totals.graphs, 3);
+    assert_eq!(totals.pool_reserved_bytes, 7 * 2_097_152);
+    assert_eq!(totals.pool_allocated_bytes, 7 * 1024);
+    assert!((totals.capture_seconds - 0.75).abs() < 1e-9);
+    let state = report.buckets[0]
+        .phase("warmup")
+        .unwrap()
+        .state
+        .as_ref()
+        .unwrap();
+    assert_eq!((state.tensors, state.bytes), (6, 65560));
+    let text = render_summary(&report, None, Path::new("/work"));
+    assert!(
+        text.contains("graph pool 4.0 MiB reserved, 2.0 KiB allocated; captured in 250.0 ms"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "total (3 graph(s)): pool 14.0 MiB reserved 7.0 KiB allocated  capture 750.0 ms"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("state: 4 storage(s), 64.0 KiB allocated at /site-packages/transformers/cache_utils.py:434 in lazy_initialization (from llama.py:30 in factory)"),
+        "{text}"
+    );
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["graph_totals"]["graphs"], 3);
+    assert_eq!(
+        json["buckets"][1]["phases"][5]["graph"]["pool_reserved_bytes"],
+        4_194_304
+    );
+}
+
+/// Issue 13: a device assert while poisoning is re-run without poisoning; no assert then means
+/// the poison caused it, and the phases the lost context skipped come from the re-run.
+#[test]
+fn a_device_assert_while_poisoning_is_re_run_without_poisoning() {
+    let mut seen = Vec::new();
+    let report = run_probe_with_progress(
+        &fake(),
+        &ProbeOptions::new("poison_assert", vec![1], Duration::from_secs(20)),
+        &mut |p| seen.push((p.phase.to_string(), p.rerun)),
+    )
+    .unwrap();
+    let bucket = &report.buckets[0];
+    let phase = bucket.phase("uninitialized").unwrap();
+    assert_eq!(phase.status, PhaseStatus::Fail);
+    let rerun = phase.rerun.as_ref().unwrap();
+    assert!(rerun.poison_caused_it);
+    assert_eq!(rerun.status, PhaseStatus::Pass);
+    assert!(phase
+        .message
+        .as_deref()
+        .unwrap()
+        .contains("reads memory it never wrote"));
+    assert_eq!(status(&report, 0, "timing"), PhaseStatus::Pass);
+    assert_eq!(
+        status(&report, 0, "sync_scan"),
+        PhaseStatus::Pass,
+        "earlier phases are kept"
+    );
+    assert!(!report.ready());
+    assert!(seen.contains(&("uninitialized".to_string(), false)));
+    assert!(seen.contains(&("uninitialized".to_string(), true)));
+    let text = render_summary(&report, None, Path::new("/"));
+    assert!(text.contains("re-run without poisoning: pass"), "{text}");
+}
+
+/// Issue 13: the event is at the user's line, its innermost frame at the library line; a static
+/// finding at the library line is confirmed (not "not exercised"), and no blind spot remains.
+#[test]
+fn correlation_matches_a_finding_at_any_frame_of_the_stack() {
+    use graphready_diagnostics::Diagnostic;
+    let report = probe("library_stack", &[1], 20).unwrap();
+    let finding = |path: &str, line: u32, code: &str| -> Diagnostic {
+        serde_json::from_value(serde_json::json!({
+            "code": code, "name": "x", "severity": "error", "reach": "capture", "path": path,
+            "span": {"start": {"line": line, "column": 1}, "end": {"line": line, "column": 5}},
+            "message": "m",
+        }))
+        .unwrap()
+    };
+    let findings = vec![
+        finding("/site/transformers/modeling_mixtral.py", 79, "GR201"),
+        finding("/site/transformers/modeling_mixtral.py", 85, "GR201"),
+        finding("/site/transformers/modeling_mixtral.py", 90, "GR104"),
+        finding("/work/serve.py", 5, "GR101"),
+    ];
+    let correlation = correlate_from(&report, &findings, Path::new("/"));
+    assert!(correlation.static_blind_spots.is_empty(), "{correlation:?}");
+    let confirmed: Vec<(Option<u32>, u32, Vec<String>)> = correlation
+        .confirmed
+        .iter()
+        .map(|c| {
+            (
+                c.runtime.line,
+                c.runtime.innermost.as_ref().unwrap().line,
+                c.runtime.kinds.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        confirmed,
+        vec![
+            (
+                Some(20),
+                79,
+                vec!["sync".to_string(), "capture_break".to_string()]
+            ),
+            (Some(20), 85, vec!["sync".to_string()]),
+        ]
+    );
+    let lines: Vec<u32> = correlation
+        .confirmed
+        .iter()
+        .map(|c| c.findings[0].line)
+        .collect();
+    assert_eq!(lines, vec![79, 85]);
+    assert_eq!(correlation.ran_without_event.len(), 1);
+    assert_eq!(correlation.ran_without_event[0].line, 90);
+    // The caller's frame beyond the user's line is not part of the chain.
+    assert_eq!(correlation.not_exercised.len(), 1);
+    assert_eq!(correlation.not_exercised[0].path, "/work/serve.py");
+    let text = render_summary(&report, Some(&correlation), Path::new("/work"));
+    assert!(
+        text.contains("capture_break: aten::nonzero at moe.py:20 in step: aten::nonzero invalidated the capture\n        innermost (library): /site/transformers/modeling_mixtral.py:79 in forward"),
+        "{text}"
+    );
+    assert!(
+        text.contains("confirmed          moe.py:20 via /site/transformers/modeling_mixtral.py:79 sync+capture_break (aten::nonzero) [GR201 at /site/transformers/modeling_mixtral.py:79]"),
+        "{text}"
+    );
+    // Without the finding at line 85, the event there is a blind spot at the user's line, via
+    // the library line.
+    let fewer = correlate_from(&report, &findings[..1], Path::new("/"));
+    assert_eq!(fewer.static_blind_spots.len(), 1);
+    let blind = &fewer.static_blind_spots[0];
+    assert_eq!(
+        (blind.line, blind.innermost.as_ref().map(|f| f.line)),
+        (Some(20), Some(85))
+    );
+    let all = render_summary_with(&report, None, Path::new("/work"), FrameDisplay::All);
+    assert!(
+        all.contains("        stack: /site/transformers/modeling_mixtral.py:79 in forward [library]\n               /site/torch/nn/modules/module.py:1780 in _call_impl [framework]\n               moe.py:20 in step [user]"),
+        "{all}"
+    );
+}
+
+#[test]
+fn trace_paths_reach_the_harness() {
+    let mut options = ProbeOptions::new("traced", vec![1], Duration::from_secs(20));
+    options.trace = vec![PathBuf::from("/site/transformers"), PathBuf::from("/work")];
+    let report = run_probe(&fake(), &options).unwrap();
+    let details = report.buckets[0]
+        .phase("sync_scan")
+        .unwrap()
+        .details
+        .clone()
+        .unwrap();
+    assert_eq!(details["traces"], " /site/transformers /work");
 }

@@ -44,11 +44,11 @@ fn missing_torch_is_an_environment_error() {
     std::fs::write(target.path(), "def factory(bucket):\n    pass\n").unwrap();
     let err = run_probe(
         &Launcher::python(python, dir.root()),
-        &ProbeOptions {
-            target: format!("{}:factory", target.path().display()),
-            buckets: vec![1],
-            timeout: Duration::from_secs(60),
-        },
+        &ProbeOptions::new(
+            format!("{}:factory", target.path().display()),
+            vec![1],
+            Duration::from_secs(60),
+        ),
     )
     .unwrap_err();
     assert_eq!(err.environment_kind(), Some("no_torch"), "{err}");
@@ -70,11 +70,7 @@ fn bad_target_is_reported_before_torch_is_looked_for() {
     ] {
         let err = run_probe(
             &Launcher::python("python3", dir.root()),
-            &ProbeOptions {
-                target: target.into(),
-                buckets: vec![1],
-                timeout: Duration::from_secs(60),
-            },
+            &ProbeOptions::new(target, vec![1], Duration::from_secs(60)),
         )
         .unwrap_err();
         assert_eq!(err.environment_kind(), Some("bad_target"), "{err}");

@@ -4,17 +4,20 @@
 //! Exit codes: 0 every bucket captures, replays bit-exactly and never synchronises (and, with
 //! `--check`, no static finding of severity error); 1 otherwise; 2 environment errors (no
 //! torch, no CUDA device, bad TARGET, no interpreter), reported as errors.
+//!
+//! While it runs, the bucket and phase are shown on stderr when stderr is a terminal.
 
-use crate::args::{ProbeArgs, ProbeFormat};
+use crate::args::{FramesArg, ProbeArgs, ProbeFormat};
 use crate::printer::write_stdout;
 use crate::report::{Report, RuntimeSection};
 use anyhow::{bail, Context, Result};
 use graphready_probe::{
-    correlate, render_summary, run_probe, HarnessDir, Launcher, ProbeError, ProbeOptions,
-    RuntimeReport,
+    correlate, render_summary_with, run_probe_with_progress, FrameDisplay, HarnessDir, Launcher,
+    ProbeError, ProbeOptions, Progress, RuntimeReport,
 };
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::io::{IsTerminal, Write as _};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -35,22 +38,34 @@ pub fn run(args: &ProbeArgs) -> Result<ExitCode> {
     let python = resolve_python(args.python.as_ref());
     let harness = HarnessDir::create().context("writing the embedded probe harness")?;
     let launcher = Launcher::python(python.clone(), harness.root());
-    let options = ProbeOptions {
-        target: args.target.clone(),
+    let mut options = ProbeOptions::new(
+        args.target.clone(),
         buckets,
-        timeout: Duration::from_secs(args.timeout),
-    };
-    let runtime = run_probe(&launcher, &options).map_err(|err| environment_error(err, &python))?;
+        Duration::from_secs(args.timeout),
+    );
+    options.trace = args
+        .check
+        .iter()
+        .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+        .collect();
+    let mut progress = ProgressLine::new(std::io::stderr().is_terminal());
+    let runtime = run_probe_with_progress(&launcher, &options, &mut |p| progress.show(p));
+    progress.clear();
+    let runtime = runtime.map_err(|err| environment_error(err, &python))?;
 
     let (findings, correlation) = if args.check.is_empty() {
         (Vec::new(), None)
     } else {
-        let findings = static_findings(&args.check)?;
+        let findings = static_findings(&check_inputs(&args.check)?)?;
         let correlation = correlate(&runtime, &findings);
         (findings, Some(correlation))
     };
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let mut text = render_summary(&runtime, correlation.as_ref(), &cwd);
+    let frames = match args.frames {
+        FramesArg::User => FrameDisplay::User,
+        FramesArg::All => FrameDisplay::All,
+    };
+    let mut text = render_summary_with(&runtime, correlation.as_ref(), &cwd, frames);
     if !args.check.is_empty() {
         text.push_str(&format!(
             "static findings in {}: {}\n",
@@ -83,6 +98,114 @@ fn static_findings(paths: &[PathBuf]) -> Result<Vec<graphready_diagnostics::Diag
         false,
     )?;
     Ok(run.diagnostics())
+}
+
+/// One overwritten line on a terminal: bucket, phase, elapsed time. Silent otherwise.
+struct ProgressLine {
+    enabled: bool,
+    shown: bool,
+}
+
+impl ProgressLine {
+    fn new(enabled: bool) -> Self {
+        ProgressLine {
+            enabled,
+            shown: false,
+        }
+    }
+
+    fn show(&mut self, p: &Progress) {
+        if !self.enabled {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K{}", progress_text(p));
+        let _ = err.flush();
+        self.shown = true;
+    }
+
+    fn clear(&mut self) {
+        if self.shown {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+            self.shown = false;
+        }
+    }
+}
+
+fn progress_text(p: &Progress) -> String {
+    format!(
+        "graphready probe: bucket {} ({}/{}): {}{} [{:.0} s]",
+        p.bucket,
+        p.position,
+        p.buckets,
+        p.phase,
+        if p.rerun {
+            " (re-run without poisoning)"
+        } else {
+            ""
+        },
+        p.elapsed.as_secs_f64()
+    )
+}
+
+/// `graphready check` skips virtual environments and installed packages when it walks a folder,
+/// and a folder below one is ignored whole (uv and venv write a `.gitignore` of `*` there). A
+/// path given to `--check` is analysed anyway: such a folder becomes the list of its Python
+/// files, which the checker takes as given.
+fn check_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for path in paths {
+        if !path.exists() {
+            bail!("--check {}: no such file or folder", path.display());
+        }
+        if !path.is_dir() || !is_installed_code(path) {
+            out.push(path.clone());
+            continue;
+        }
+        let mut files = Vec::new();
+        python_files(path, &mut files)
+            .with_context(|| format!("reading --check {}", path.display()))?;
+        files.sort();
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!(
+                "graphready probe: --check {}: installed code (site-packages or a virtual environment), {} Python file(s) analysed one by one",
+                path.display(),
+                files.len()
+            );
+        }
+        out.extend(files);
+    }
+    Ok(out)
+}
+
+/// Under `site-packages`, `dist-packages`, or a virtual environment (a folder with `pyvenv.cfg`).
+fn is_installed_code(path: &Path) -> bool {
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    path.ancestors().any(|dir| {
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        matches!(name, "site-packages" | "dist-packages") || dir.join("pyvenv.cfg").is_file()
+    })
+}
+
+fn python_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            if name != "__pycache__" && !name.starts_with('.') {
+                python_files(&path, out)?;
+            }
+        } else if name.ends_with(".py") {
+            out.push(path);
+        }
+    }
+    Ok(())
 }
 
 fn buckets(raw: &[u32]) -> Result<Vec<u32>> {
@@ -151,6 +274,7 @@ mod tests {
             timeout: 60,
             python: None,
             output_format: ProbeFormat::Text,
+            frames: FramesArg::User,
         }
     }
 
@@ -198,5 +322,54 @@ mod tests {
     fn python_flag_wins_over_the_default() {
         let flag = OsString::from("/opt/venv/bin/python");
         assert_eq!(resolve_python(Some(&flag)), flag);
+    }
+
+    /// Issue 13: a folder under a virtual environment given to `--check` is analysed, not
+    /// silently skipped.
+    #[test]
+    fn check_paths_under_a_virtual_environment_are_expanded() {
+        let venv = tempfile::tempdir().unwrap();
+        std::fs::write(venv.path().join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        std::fs::write(venv.path().join(".gitignore"), "*\n").unwrap();
+        let package = venv
+            .path()
+            .join("lib/python3.12/site-packages/transformers/models");
+        std::fs::create_dir_all(package.join("__pycache__")).unwrap();
+        std::fs::write(
+            package.join("moe.py"),
+            "import torch\n\ndef route(mask):\n    return torch.greater(mask, 0).nonzero()\n",
+        )
+        .unwrap();
+        std::fs::write(package.join("__pycache__/moe.cpython-312.py"), "").unwrap();
+        std::fs::write(package.join("README.md"), "").unwrap();
+        assert!(is_installed_code(&package));
+        let inputs = check_inputs(std::slice::from_ref(&package)).unwrap();
+        assert_eq!(inputs, vec![package.join("moe.py")]);
+        let findings = static_findings(&inputs).unwrap();
+        assert!(
+            findings.iter().any(|d| d.code == "GR201" && d.line() == 4),
+            "{findings:?}"
+        );
+
+        let project = tempfile::tempdir().unwrap();
+        assert!(!is_installed_code(project.path()));
+        assert_eq!(
+            check_inputs(&[project.path().to_path_buf()]).unwrap(),
+            vec![project.path().to_path_buf()]
+        );
+        assert!(check_inputs(&[project.path().join("missing")]).is_err());
+    }
+
+    #[test]
+    fn progress_names_the_bucket_and_phase() {
+        let text = progress_text(&Progress {
+            bucket: 8,
+            position: 3,
+            buckets: 4,
+            phase: "capture",
+            rerun: false,
+            elapsed: Duration::from_secs(95),
+        });
+        assert_eq!(text, "graphready probe: bucket 8 (3/4): capture [95 s]");
     }
 }

@@ -1,0 +1,68 @@
+//! A crash's stack from Python's faulthandler dump, so a segfault in user code still names its
+//! line.
+
+use crate::report::{Frame, RuntimeEvent};
+
+/// A `crash` event from Python's faulthandler dump (`File "...", line N in f`, innermost first):
+/// every frame but the harness's, located at the user's innermost frame.
+pub fn crash_event(stderr: &str, what: &str) -> Option<RuntimeEvent> {
+    let start = stderr.rfind("Fatal Python error")?;
+    let stack: Vec<Frame> = stderr[start..]
+        .lines()
+        .skip_while(|line| !line.starts_with("Current thread") && !line.starts_with("Thread "))
+        .skip(1)
+        .take_while(|line| line.trim_start().starts_with("File "))
+        .filter_map(parse_fault_frame)
+        .skip_while(|frame| frame.scope.is_none())
+        .take_while(|frame| frame.scope.is_some())
+        .collect();
+    let location = ["user", "library"]
+        .iter()
+        .find_map(|scope| stack.iter().find(|f| f.scope.as_deref() == Some(scope)))
+        .cloned();
+    Some(RuntimeEvent {
+        kind: "crash".into(),
+        what: stderr[start..]
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        message: format!("the harness {what}"),
+        location,
+        stack,
+        count: 1,
+    })
+}
+
+/// `  File "/path/x.py", line 15 in step`; the scope is `None` for the harness's own frames.
+fn parse_fault_frame(line: &str) -> Option<Frame> {
+    let rest = line.trim_start().strip_prefix("File \"")?;
+    let (path, rest) = rest.split_once("\", line ")?;
+    let (line_no, function) = rest.split_once(" in ")?;
+    Some(Frame {
+        path: path.to_string(),
+        line: line_no.trim().parse().ok()?,
+        function: function.trim().to_string(),
+        scope: path_scope(path).map(str::to_string),
+    })
+}
+
+/// The scope of a path as the harness would classify it (see `python/graphready/frames.py`).
+fn path_scope(path: &str) -> Option<&'static str> {
+    const HARNESS: &[&str] = &["graphready-probe-", "-packages/graphready/"];
+    const FRAMEWORK: &[&str] = &["/torch/", "/triton/", "<frozen", "<string>"];
+    if HARNESS.iter().any(|fragment| path.contains(fragment)) {
+        return None;
+    }
+    if FRAMEWORK.iter().any(|fragment| path.contains(fragment)) {
+        return Some("framework");
+    }
+    if path.contains("site-packages") || path.contains("dist-packages") {
+        return Some("library");
+    }
+    if path.contains("/lib/python3") {
+        return Some("framework");
+    }
+    Some("user")
+}
