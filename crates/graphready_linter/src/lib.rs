@@ -71,7 +71,15 @@ pub fn check(
         settings,
         rules: settings.rules,
     };
-    analyze(source, path, module, &settings, None, None).diagnostics
+    analyze(
+        source,
+        path,
+        module,
+        &settings,
+        semantic::ProjectFacts::default(),
+        None,
+    )
+    .diagnostics
 }
 
 /// Checks one file, with the return types of other modules' functions when they are known.
@@ -84,7 +92,7 @@ pub(crate) fn analyze(
     path: &str,
     module: &ModuleInfo,
     settings: &FileSettings,
-    external: Option<&ExternalReturns>,
+    facts: semantic::ProjectFacts,
     only: Option<&rustc_hash::FxHashSet<String>>,
 ) -> FileAnalysis {
     let parsed = match ruff_python_parser::parse_module(source) {
@@ -102,14 +110,14 @@ pub(crate) fn analyze(
             };
         }
     };
-    let known = semantic::KnownReturns { external };
+
     let analysis = checker::Checker::new(
         settings.settings,
         settings.rules,
         source,
         module.name.as_deref(),
         module.is_package,
-        known,
+        facts,
     )
     .only(only)
     .run(parsed.syntax());

@@ -5,11 +5,18 @@ use graphready_linter::project::ScopeReport;
 use std::fmt::Write as _;
 
 fn entry_line(out: &mut String, entry: &ScopeEntry) {
-    let _ = writeln!(
-        out,
-        "  {}:{}  {}  ({})",
-        entry.path, entry.line, entry.function, entry.reason
-    );
+    let _ = match &entry.via {
+        Some(via) => writeln!(
+            out,
+            "  {}:{}  {}  ({}: {via})",
+            entry.path, entry.line, entry.function, entry.reason
+        ),
+        None => writeln!(
+            out,
+            "  {}:{}  {}  ({})",
+            entry.path, entry.line, entry.function, entry.reason
+        ),
+    };
 }
 
 pub fn render(scope: &ScopeReport) -> String {

@@ -5,7 +5,7 @@ pub(crate) mod guards;
 
 use crate::registry::{Rule, RuleOf, RuleSet};
 use crate::rules;
-use crate::semantic::{KnownReturns, SemanticModel, Ty};
+use crate::semantic::{ProjectFacts, SemanticModel, Ty};
 use crate::settings::Settings;
 use crate::summary::builder::SummaryBuilder;
 use crate::summary::ModuleSummary;
@@ -70,7 +70,7 @@ impl<'a> Checker<'a> {
         source: &'a str,
         module: Option<&str>,
         is_package: bool,
-        returns: KnownReturns<'a>,
+        returns: ProjectFacts<'a>,
     ) -> Self {
         Checker {
             settings,
@@ -173,6 +173,14 @@ impl<'a> Checker<'a> {
         let saved_state = std::mem::take(&mut self.rule_state);
         self.model.enter_function(deferred.class, self_name);
         self.model.bind_parameters(&function.parameters);
+        // Parameters that receive device tensors at their call sites are tensors here.
+        let tensor_params = self
+            .function
+            .as_deref()
+            .map_or(&[][..], |qualname| self.model.tensor_params(qualname));
+        for name in tensor_params {
+            self.model.bind(name, Ty::Tensor);
+        }
         if let Some(self_name) = self_name {
             self.model.bind(self_name, Ty::Unknown);
         }
@@ -308,9 +316,12 @@ impl<'a> Visitor<'a> for Checker<'a> {
             }
             Stmt::If(if_stmt) => self.visit_if(if_stmt),
             Stmt::While(while_stmt) => {
+                // The test runs on every iteration too.
+                self.summary.enter_loop(while_stmt.range);
                 self.visit_expr(&while_stmt.test);
                 rules::truth_test(self, &while_stmt.test);
                 self.visit_block(&while_stmt.body);
+                self.summary.exit_loop();
                 self.visit_block(&while_stmt.orelse);
             }
             Stmt::Assert(assert) => {
@@ -364,9 +375,12 @@ impl<'a> Visitor<'a> for Checker<'a> {
                     _ => Ty::Unknown,
                 };
                 self.model.bind_target(&for_stmt.target, element);
-                self.summary.loop_target(&for_stmt.target, &for_stmt.iter);
+                self.summary
+                    .loop_target(&self.model, &for_stmt.target, &for_stmt.iter);
                 self.visit_expr(&for_stmt.target);
+                self.summary.enter_loop(for_stmt.range);
                 self.visit_block(&for_stmt.body);
+                self.summary.exit_loop();
                 self.visit_block(&for_stmt.orelse);
             }
             Stmt::With(with) => {

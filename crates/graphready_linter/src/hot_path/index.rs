@@ -13,13 +13,16 @@ pub struct NodeId {
     pub function: usize,
 }
 
-enum Definition {
+/// A class: its module and its index in that module's summary.
+pub type ClassId = (usize, usize);
+
+pub(super) enum Definition {
     Function(NodeId),
     Class(usize, usize),
 }
 
 /// How deep re-exports and base classes are followed.
-const MAX_DEPTH: u8 = 8;
+pub(super) const MAX_DEPTH: u8 = 8;
 
 pub struct ProjectIndex<'s> {
     modules: &'s [ModuleSummary],
@@ -29,6 +32,8 @@ pub struct ProjectIndex<'s> {
     /// Methods by (class, method), so that a lookup allocates nothing.
     methods: Vec<FxHashMap<(&'s str, &'s str), usize>>,
     classes: Vec<FxHashMap<&'s str, usize>>,
+    /// Direct subclasses of each class that has any.
+    subclasses: FxHashMap<ClassId, Vec<ClassId>>,
 }
 
 impl<'s> ProjectIndex<'s> {
@@ -40,6 +45,7 @@ impl<'s> ProjectIndex<'s> {
             functions: Vec::with_capacity(modules.len()),
             methods: Vec::with_capacity(modules.len()),
             classes: Vec::with_capacity(modules.len()),
+            subclasses: FxHashMap::default(),
         };
         for (i, module) in modules.iter().enumerate() {
             if let Some(name) = &module.module {
@@ -80,7 +86,95 @@ impl<'s> ProjectIndex<'s> {
             index.methods.push(methods);
             index.classes.push(classes);
         }
+        let edges: Vec<(ClassId, ClassId)> = modules
+            .par_iter()
+            .enumerate()
+            .flat_map_iter(|(module, summary)| {
+                let index = &index;
+                summary
+                    .classes
+                    .iter()
+                    .enumerate()
+                    .flat_map(move |(class, _)| {
+                        index
+                            .bases_of((module, class))
+                            .into_iter()
+                            .map(move |base| (base, (module, class)))
+                    })
+            })
+            .collect();
+        for (base, sub) in edges {
+            index.subclasses.entry(base).or_default().push(sub);
+        }
         index
+    }
+
+    pub(super) fn modules(&self) -> &'s [ModuleSummary] {
+        self.modules
+    }
+
+    pub(super) fn class_summary(&self, class: ClassId) -> &'s ClassSummary {
+        &self.modules[class.0].classes[class.1]
+    }
+
+    /// The project classes a class derives from directly.
+    pub(super) fn bases_of(&self, class: ClassId) -> Vec<ClassId> {
+        self.class_summary(class)
+            .bases
+            .iter()
+            .filter_map(|base| match self.lookup(class.0, base)? {
+                Definition::Class(m, c) if (m, c) != class => Some((m, c)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every class deriving from `class`, transitively, nearest first.
+    pub(super) fn subclasses_of(&self, class: ClassId) -> Vec<ClassId> {
+        let mut out = Vec::new();
+        let mut seen = FxHashSet::default();
+        let mut queue = std::collections::VecDeque::from([class]);
+        while let Some(current) = queue.pop_front() {
+            for &sub in self.subclasses.get(&current).into_iter().flatten() {
+                if seen.insert(sub) {
+                    out.push(sub);
+                    queue.push_back(sub);
+                }
+            }
+        }
+        out
+    }
+
+    /// The functions defined inside a function, at any depth.
+    fn nested_in(&self, outer: NodeId) -> Vec<NodeId> {
+        let summary = self.module(outer.module);
+        let prefix = &summary.functions[outer.function].qualname;
+        summary
+            .functions
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| {
+                f.qualname.len() > prefix.len() + 1
+                    && f.qualname.starts_with(prefix.as_str())
+                    && f.qualname.as_bytes()[prefix.len()] == b'.'
+            })
+            .map(|(function, _)| NodeId {
+                module: outer.module,
+                function,
+            })
+            .collect()
+    }
+
+    /// A method defined in the class itself.
+    pub(super) fn own_method(&self, module: usize, class: &str, method: &str) -> Option<usize> {
+        self.methods[module].get(&(class, method)).copied()
+    }
+
+    /// A class of a module by its qualified name inside the module.
+    pub(super) fn class_named(&self, module: usize, class: &str) -> Option<ClassId> {
+        self.classes[module]
+            .get(class)
+            .map(|&index| (module, index))
     }
 
     pub fn nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
@@ -103,12 +197,19 @@ impl<'s> ProjectIndex<'s> {
     /// The functions a function's calls may run, sorted. Resolved when asked: a search expands
     /// each reached function once, and most of a project is never reached.
     pub fn callees(&self, node: NodeId) -> Vec<NodeId> {
-        let mut targets: Vec<NodeId> = self
-            .function(node)
+        let function = self.function(node);
+        let mut targets: Vec<NodeId> = function
             .calls
             .iter()
             .flat_map(|site| self.resolve(node.module, &site.target))
             .collect();
+        // A decorated function runs its decorator's wrapper: every function nested in the
+        // decorator (`@dynamic_rope_update` → `dynamic_rope_update.wrapper`).
+        for decorator in &function.decorators {
+            if let Some(Definition::Function(decorator)) = self.lookup(node.module, decorator) {
+                targets.extend(self.nested_in(decorator));
+            }
+        }
         targets.sort_unstable();
         targets.dedup();
         targets
@@ -217,7 +318,7 @@ impl<'s> ProjectIndex<'s> {
         None
     }
 
-    fn lookup(&self, module: usize, reference: &Ref) -> Option<Definition> {
+    pub(super) fn lookup(&self, module: usize, reference: &Ref) -> Option<Definition> {
         match reference {
             Ref::Local(qualname) => self
                 .lookup_local(module, qualname)
@@ -249,6 +350,25 @@ impl<'s> ProjectIndex<'s> {
                 }
                 Definition::Function(_) => None,
             })
+    }
+
+    /// Whether a class derives from `torch.nn.Module` itself, through project classes only.
+    pub(super) fn derives_from_module(&self, module: usize, class: &str) -> bool {
+        let Some(start) = self.class_named(module, class) else {
+            return false;
+        };
+        let mut seen = FxHashSet::default();
+        let mut pending = vec![start];
+        while let Some(current) = pending.pop() {
+            if !seen.insert(current) || seen.len() > 64 {
+                continue;
+            }
+            if self.class_summary(current).direct_module {
+                return true;
+            }
+            pending.extend(self.bases_of(current));
+        }
+        false
     }
 
     /// Whether a class derives from `torch.nn.Module` (or from a base outside the project, which
@@ -284,8 +404,21 @@ impl<'s> ProjectIndex<'s> {
                 _ => Vec::new(),
             },
             CallTarget::SelfMethod { class, method } => {
-                self.method_of(module, class, method).into_iter().collect()
+                // The method the class has or inherits, and every override below it: `self` may
+                // be an instance of a subclass (template methods, backends).
+                match self.classes[module].get(class.as_str()) {
+                    Some(&index) => {
+                        let mut out = Vec::new();
+                        self.dispatch((module, index), method, &mut out);
+                        out
+                    }
+                    None => self.method_of(module, class, method).into_iter().collect(),
+                }
             }
+            CallTarget::Method { receiver, method } => {
+                self.resolve_method(module, receiver, method)
+            }
+            CallTarget::Invoke { receiver } => self.resolve_invoke(module, receiver),
             CallTarget::Super { class, method } => {
                 let Some(summary) = self.class(module, class) else {
                     return Vec::new();

@@ -7,7 +7,10 @@
 //! find entry points; breadth-first search from explicit entries first, then from default module
 //! forwards, then from per-step entries; attach reach and chain to each diagnostic.
 
+mod args;
 mod index;
+mod steps;
+mod types;
 
 use crate::summary::{CallTarget, EntryReason, Marker, ModuleSummary, Ref};
 use graphready_diagnostics::{ChainLink, Diagnostic, Reach};
@@ -42,6 +45,9 @@ impl Default for HotPathSettings {
 pub struct Entry {
     pub node: NodeId,
     pub reason: EntryReason,
+    /// The function that made this one an entry (the per-step code it calls, the loop that
+    /// calls it).
+    pub via: Option<NodeId>,
 }
 
 /// The result of the analysis.
@@ -53,6 +59,13 @@ pub struct HotPath<'s> {
     /// Parent on the shortest chain (`None` for an entry), per reached node.
     captured: FxHashMap<NodeId, Option<NodeId>>,
     stalled: FxHashMap<NodeId, Option<NodeId>>,
+    /// Functions whose loop bodies drive the steps (only those lines run every step).
+    drivers: FxHashSet<NodeId>,
+    /// The driver whose loop calls a per-step entry, for the front of its chains.
+    driven_by: FxHashMap<NodeId, NodeId>,
+    /// Parameters that receive a device tensor at some reached call site (or from a
+    /// `ProbeTarget`'s inputs), by function: an annotation is a claim, a call site is evidence.
+    tensor_params: FxHashMap<NodeId, Vec<String>>,
     /// Configured names that matched no function.
     pub unmatched: Vec<String>,
 }
@@ -72,31 +85,29 @@ impl<'s> HotPath<'s> {
                     Marker::Captured => explicit.push(Entry {
                         node,
                         reason: EntryReason::Marker,
+                        via: None,
                     }),
                     Marker::Compiled => explicit.push(Entry {
                         node,
                         reason: EntryReason::Compiled,
+                        via: None,
                     }),
                     Marker::Step => steps.push(Entry {
                         node,
                         reason: EntryReason::StepMarker,
+                        via: None,
                     }),
                     Marker::Eager => {
                         eager.insert(node);
                     }
                 }
             }
-            if function.replays_graph {
-                steps.push(Entry {
-                    node,
-                    reason: EntryReason::Replay,
-                });
-            }
             for site in &function.captured_calls {
                 for target in index.resolve(node.module, &site.target) {
                     explicit.push(Entry {
                         node: target,
                         reason: EntryReason::CaptureSite,
+                        via: None,
                     });
                 }
             }
@@ -107,6 +118,7 @@ impl<'s> HotPath<'s> {
                     explicit.push(Entry {
                         node: target,
                         reason: entry.reason,
+                        via: None,
                     });
                 }
             }
@@ -116,6 +128,7 @@ impl<'s> HotPath<'s> {
                         explicit.push(Entry {
                             node: forward,
                             reason: EntryReason::Compiled,
+                            via: None,
                         });
                     } else if settings.module_forwards
                         && index.is_module_class(module, &class.name)
@@ -124,6 +137,7 @@ impl<'s> HotPath<'s> {
                         defaults.push(Entry {
                             node: forward,
                             reason: EntryReason::ModuleForward,
+                            via: None,
                         });
                     }
                 }
@@ -146,7 +160,11 @@ impl<'s> HotPath<'s> {
                 if found.is_empty() {
                     unmatched.push(name.clone());
                 }
-                out.extend(found.into_iter().map(|node| Entry { node, reason }));
+                out.extend(found.into_iter().map(|node| Entry {
+                    node,
+                    reason,
+                    via: None,
+                }));
             }
         }
         for name in &settings.eager {
@@ -168,12 +186,33 @@ impl<'s> HotPath<'s> {
         search(&index, &explicit, &eager, &mut captured, &none);
         search(&index, &roots, &eager, &mut captured, &none);
         search(&index, &inner, &eager, &mut captured, &none);
+        // The per-step host path the code shows: drivers that run the model or replay a graph,
+        // their callers, and the loops that call them.
+        let found = steps::find(&index, &captured);
+        let driven_by: FxHashMap<NodeId, NodeId> = found
+            .entries
+            .iter()
+            .filter(|entry| entry.reason == EntryReason::StepLoop)
+            .filter_map(|entry| Some((entry.node, entry.via?)))
+            .collect();
+        steps.extend(found.entries);
+        // Set-up and measuring harnesses run once, even when per-step code calls them.
+        let mut breaks = eager.clone();
+        breaks.extend(index.nodes().filter(|node| {
+            steps::is_set_up(&index.function(*node).qualname) || index.is_harness(node.module)
+        }));
         let mut stalled = FxHashMap::default();
-        search(&index, &steps, &eager, &mut stalled, &captured);
+        search(&index, &steps, &breaks, &mut stalled, &captured);
+        let drivers: FxHashSet<NodeId> = found
+            .drivers
+            .into_iter()
+            .filter(|node| !captured.contains_key(node) && !stalled.contains_key(node))
+            .collect();
         let mut capture_entries = explicit;
         capture_entries.extend(defaults);
         dedup_entries(&mut capture_entries);
         dedup_entries(&mut steps);
+        let tensor_params = args::tensor_params(&index, &captured, &stalled, &drivers);
         let mut eager: Vec<NodeId> = eager.into_iter().collect();
         eager.sort();
         HotPath {
@@ -183,6 +222,9 @@ impl<'s> HotPath<'s> {
             eager,
             captured,
             stalled,
+            tensor_params,
+            drivers,
+            driven_by,
             unmatched,
         }
     }
@@ -235,12 +277,31 @@ impl<'s> HotPath<'s> {
         names
     }
 
-    /// Every reached function, with its reach.
+    /// The parameters of a module's functions that receive device tensors, by the functions'
+    /// qualified names inside the module.
+    pub fn tensor_params_in(&self, module: usize) -> FxHashMap<String, Vec<String>> {
+        self.tensor_params
+            .iter()
+            .filter(|(node, _)| node.module == module)
+            .map(|(node, params)| (self.index.function(*node).qualname.clone(), params.clone()))
+            .collect()
+    }
+
+    /// The modules holding a function whose parameters receive device tensors.
+    pub fn modules_with_tensor_params(&self) -> Vec<usize> {
+        let mut modules: Vec<usize> = self.tensor_params.keys().map(|node| node.module).collect();
+        modules.sort_unstable();
+        modules.dedup();
+        modules
+    }
+
+    /// Every reached function, with its reach (a driver counts: its loops run every step).
     pub fn reached(&self) -> impl Iterator<Item = (NodeId, Reach)> + '_ {
         self.captured
             .keys()
             .map(|node| (*node, Reach::Capture))
             .chain(self.stalled.keys().map(|node| (*node, Reach::Stall)))
+            .chain(self.drivers.iter().map(|node| (*node, Reach::Stall)))
     }
 
     pub fn captured_count(&self) -> usize {
@@ -248,18 +309,24 @@ impl<'s> HotPath<'s> {
     }
 
     pub fn stalled_count(&self) -> usize {
-        self.stalled.len()
+        self.stalled.len() + self.drivers.len()
     }
 
     fn chain(&self, node: NodeId, parents: &FxHashMap<NodeId, Option<NodeId>>) -> Vec<ChainLink> {
         let mut chain = Vec::new();
         let mut current = Some(node);
+        let mut top = node;
         while let Some(n) = current {
             chain.push(self.index.link(n));
+            top = n;
             current = parents.get(&n).copied().flatten();
             if chain.len() > 64 {
                 break;
             }
+        }
+        // A per-step entry called by a driver's loop: the chain starts at the driver.
+        if let Some(driver) = self.driven_by.get(&top) {
+            chain.push(self.index.link(*driver));
         }
         chain.reverse();
         chain
@@ -290,6 +357,14 @@ impl<'s> HotPath<'s> {
         } else if self.stalled.contains_key(&node) {
             diagnostic.reach = Reach::Stall;
             diagnostic.chain = self.chain(node, &self.stalled);
+        } else if self.drivers.contains(&node)
+            && summary
+                .loops
+                .iter()
+                .any(|(start, end)| (*start..=*end).contains(&line))
+        {
+            diagnostic.reach = Reach::Stall;
+            diagnostic.chain = vec![self.index.link(node)];
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod scope;
 
 use crate::hot_path::{HotPath, HotPathSettings};
 use crate::registry::RuleSet;
+use crate::semantic::ProjectFacts;
 use crate::settings::Settings;
 use crate::summary::ModuleSummary;
 use crate::{ExternalReturns, FileAnalysis, ModuleInfo, UNREADABLE_CODE};
@@ -222,7 +223,7 @@ fn phase1(
             let index = next;
             next += 1;
             scope.spawn(move |_| {
-                let outcome = check_file(index, &candidate, options, None, None);
+                let outcome = check_file(index, &candidate, options, ProjectFacts::default(), None);
                 if let Ok(mut checked) = checked.lock() {
                     checked.push((index, candidate, outcome));
                 }
@@ -253,10 +254,7 @@ fn phase3(
     hot: &HotPath,
     external: &ExternalReturns,
 ) -> usize {
-    if external.is_empty() {
-        return 0;
-    }
-    let again: Vec<usize> = match scope {
+    let mut again: Vec<usize> = match scope {
         Scope::All => summaries
             .iter()
             .enumerate()
@@ -269,16 +267,25 @@ fn phase3(
             .map(|(i, _)| i)
             .collect(),
         // Only where a reached function itself calls one: nothing else is reported.
+        Scope::Hot if external.is_empty() => Vec::new(),
         Scope::Hot => hot.modules_calling(external),
     };
+    // Modules whose functions receive device tensors from reached callers.
+    again.extend(hot.modules_with_tensor_params());
+    again.sort_unstable();
+    again.dedup();
     let redone: Vec<(usize, Outcome)> = again
         .into_par_iter()
         .filter_map(|i| {
             let c = outcomes[i].candidate;
             // Under `--scope hot`, only the functions whose findings can be reported.
             let only = (scope == Scope::Hot).then(|| hot.reportable_functions(i));
-            check_file(c, &candidates[c], options, Some(external), only.as_ref())
-                .map(|outcome| (i, outcome))
+            let tensor_params = hot.tensor_params_in(i);
+            let facts = ProjectFacts {
+                returns: Some(external),
+                tensor_params: Some(&tensor_params),
+            };
+            check_file(c, &candidates[c], options, facts, only.as_ref()).map(|outcome| (i, outcome))
         })
         .collect();
     let count = redone.len();
@@ -341,7 +348,7 @@ fn check_file(
     index: usize,
     candidate: &Candidate,
     options: &Options,
-    external: Option<&ExternalReturns>,
+    facts: ProjectFacts,
     only: Option<&rustc_hash::FxHashSet<String>>,
 ) -> Option<Outcome> {
     let path = display_path(&candidate.file.path);
@@ -386,7 +393,7 @@ fn check_file(
         &path,
         &candidate.module,
         &crate::FileSettings { settings, rules },
-        external,
+        facts,
         only,
     );
     Some(Outcome {

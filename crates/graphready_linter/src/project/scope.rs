@@ -14,6 +14,10 @@ pub struct ScopeEntry {
     pub function: String,
     pub line: u32,
     pub reason: &'static str,
+    /// The function that made this one an entry: the per-step code it calls, or the loop that
+    /// calls it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
     /// Explicit entries (capture sites, markers, configuration) rather than default module
     /// forwards.
     pub explicit: bool,
@@ -55,6 +59,9 @@ impl ScopeReport {
                 function: link.function,
                 line: link.line,
                 reason: entry.reason.describe(),
+                via: entry
+                    .via
+                    .map(|node| hot.index.function(node).qualname.clone()),
                 explicit: entry.reason.is_explicit(),
             }
         };

@@ -12,4 +12,4 @@ mod types;
 
 pub use model::SemanticModel;
 pub use syntax::{host_named, is_cpu_device, is_cpu_move, keyword};
-pub use types::{KnownReturns, Ty};
+pub use types::{ProjectFacts, Ty};

@@ -3,7 +3,7 @@
 //! [`super::types`]' business.
 
 use super::cache::NodeCache;
-use super::types::{KnownReturns, Ty, TypeState};
+use super::types::{ProjectFacts, Ty, TypeState};
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
@@ -59,7 +59,7 @@ pub struct SemanticModel<'a> {
 }
 
 impl<'a> SemanticModel<'a> {
-    pub fn new(module: Option<&str>, is_package: bool, returns: KnownReturns<'a>) -> Self {
+    pub fn new(module: Option<&str>, is_package: bool, returns: ProjectFacts<'a>) -> Self {
         let package = module.map(|module| {
             if is_package {
                 module.to_string()

@@ -53,16 +53,20 @@ impl From<Returns> for Ty {
     }
 }
 
-/// Return types known before the walk: other modules' functions by qualified name. (This
-/// module's own are learned during the walk, callees first.)
+/// What the project analysis knows about other modules before this module's walk: the return
+/// types of their functions by qualified name, and which parameters of this module's functions
+/// receive device tensors at their call sites. (This module's own returns are learned during
+/// the walk, callees first.)
 #[derive(Debug, Default, Clone, Copy)]
-pub struct KnownReturns<'a> {
-    pub external: Option<&'a FxHashMap<String, Ty>>,
+pub struct ProjectFacts<'a> {
+    pub returns: Option<&'a FxHashMap<String, Ty>>,
+    /// Function qualified name inside the module → parameters that receive device tensors.
+    pub tensor_params: Option<&'a FxHashMap<String, Vec<String>>>,
 }
 
 /// What the inference remembers besides the bindings: return types, and memoised answers.
 pub(crate) struct TypeState<'a> {
-    returns: KnownReturns<'a>,
+    facts: ProjectFacts<'a>,
     /// Return types of this module's functions visited so far (callees are visited first).
     learned_returns: FxHashMap<String, Ty>,
     /// Types per expression node, valid until the next binding changes: every rule asks about
@@ -71,9 +75,9 @@ pub(crate) struct TypeState<'a> {
 }
 
 impl<'a> TypeState<'a> {
-    pub(super) fn new(returns: KnownReturns<'a>) -> Self {
+    pub(super) fn new(facts: ProjectFacts<'a>) -> Self {
         TypeState {
-            returns,
+            facts,
             learned_returns: FxHashMap::default(),
             cache: RefCell::new(NodeCache::new()),
         }
@@ -134,6 +138,15 @@ impl<'a> SemanticModel<'a> {
                 _ => Ty::Unknown,
             },
         }
+    }
+
+    /// Parameters of a function of this module that receive device tensors at its call sites.
+    pub fn tensor_params(&self, qualname: &str) -> &'a [String] {
+        self.types
+            .facts
+            .tensor_params
+            .and_then(|params| params.get(qualname))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// Binds a function's parameters from their annotations.
@@ -345,8 +358,8 @@ impl<'a> SemanticModel<'a> {
         if let Some(qualified) = self.qualified_name(&call.func) {
             if let Some(ty) = self
                 .types
+                .facts
                 .returns
-                .external
                 .and_then(|known| known.get(&*qualified))
             {
                 return *ty;

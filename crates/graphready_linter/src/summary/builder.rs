@@ -4,7 +4,8 @@
 //! model as it stands there.
 
 use super::{
-    CallSite, CallTarget, CallableEntry, EntryReason, FunctionSummary, Marker, ModuleSummary, Ref,
+    ArgKey, CallSite, CallTarget, CallableEntry, EntryReason, FunctionSummary, Marker,
+    ModuleSummary, PathStep, Ref, TypePath,
 };
 use crate::semantic::{keyword, SemanticModel, Ty};
 use crate::util::last_segment;
@@ -14,6 +15,7 @@ use ruff_text_size::Ranged;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 mod classes;
+mod types;
 
 /// Decorators that mark an eager break (breakable-graph runtimes, compiler opt-outs).
 const EAGER_DECORATORS: &[&str] = &["no_graph", "disable"];
@@ -64,6 +66,11 @@ pub(crate) struct SummaryBuilder<'a> {
     return_types: Vec<Option<Ty>>,
     /// Locals bound to instances of known classes, per function.
     instances: Vec<FxHashMap<&'a str, Vec<Ref>>>,
+    /// Locals whose type the index can compute (annotated parameters, assignments from typed
+    /// expressions), per function.
+    locals: Vec<FxHashMap<&'a str, TypePath>>,
+    /// Loop bodies entered, per function.
+    loop_depths: Vec<u32>,
     /// Nested `def`s visible by name, per function.
     local_defs: Vec<FxHashMap<&'a str, String>>,
     /// Top-level functions and classes of the module.
@@ -88,6 +95,8 @@ impl<'a> SummaryBuilder<'a> {
             building: Vec::new(),
             return_types: Vec::new(),
             instances: Vec::new(),
+            locals: Vec::new(),
+            loop_depths: Vec::new(),
             local_defs: Vec::new(),
             module_defs: FxHashSet::default(),
             method_self: None,
@@ -177,7 +186,7 @@ impl<'a> SummaryBuilder<'a> {
     pub(crate) fn enter_function(
         &mut self,
         model: &SemanticModel,
-        function: &ast::StmtFunctionDef,
+        function: &'a ast::StmtFunctionDef,
         qualname: &str,
         class: Option<&'a str>,
         self_name: Option<&'a str>,
@@ -209,6 +218,34 @@ impl<'a> SummaryBuilder<'a> {
                 }
             }
         }
+        let decorators = function
+            .decorator_list
+            .iter()
+            .filter_map(|decorator| {
+                let callable = match &decorator.expression {
+                    Expr::Call(call) => &call.func,
+                    other => other,
+                };
+                self.reference(model, callable)
+            })
+            .collect();
+        let params = self.params(model, function);
+        let return_annotation = function
+            .returns
+            .as_deref()
+            .and_then(|annotation| self.annotation_type(model, annotation));
+        let mut locals = FxHashMap::default();
+        for (param, ast_param) in params
+            .iter()
+            .zip(function.parameters.iter_non_variadic_params())
+        {
+            if let Some(annotation) = &param.annotation {
+                locals.insert(
+                    ast_param.parameter.name.id.as_str(),
+                    TypePath::of_type(annotation.clone()),
+                );
+            }
+        }
         self.building.push(FunctionSummary {
             qualname: qualname.to_string(),
             class: class.map(str::to_string),
@@ -218,14 +255,42 @@ impl<'a> SummaryBuilder<'a> {
             captured_calls: Vec::new(),
             capture_blocks: Vec::new(),
             replays_graph: false,
+            runs_model: false,
+            runs_model_in_loop: false,
+            loops: Vec::new(),
             returns: Ty::Unknown,
+            params,
+            return_annotation,
+            decorators,
         });
         self.return_types.push(None);
         self.instances.push(FxHashMap::default());
+        self.locals.push(locals);
+        self.loop_depths.push(0);
         self.local_defs.push(FxHashMap::default());
         self.saved_method_self.push(self.method_self);
         if let (Some(class), Some(self_name)) = (class, self_name) {
             self.method_self = Some((class, self_name));
+        }
+    }
+
+    /// A `for` or `while` body is about to be visited (`range`: the whole statement).
+    pub(crate) fn enter_loop(&mut self, range: ruff_text_size::TextRange) {
+        let Some(depth) = self.loop_depths.last_mut() else {
+            return;
+        };
+        *depth += 1;
+        if *depth == 1 {
+            let lines = (self.line_of(range.start()), self.line_of(range.end()));
+            if let Some(function) = self.building.last_mut() {
+                function.loops.push(lines);
+            }
+        }
+    }
+
+    pub(crate) fn exit_loop(&mut self) {
+        if let Some(depth) = self.loop_depths.last_mut() {
+            *depth = depth.saturating_sub(1);
         }
     }
 
@@ -234,6 +299,8 @@ impl<'a> SummaryBuilder<'a> {
         self.method_self = self.saved_method_self.pop().flatten();
         self.local_defs.pop();
         self.instances.pop();
+        self.locals.pop();
+        self.loop_depths.pop();
         let returns = self.return_types.pop().flatten().unwrap_or(Ty::Host);
         if let Some(mut summary) = self.building.pop() {
             summary.returns = returns;
@@ -329,7 +396,12 @@ impl<'a> SummaryBuilder<'a> {
             return vec![CallTarget::Function(reference)];
         }
         let Expr::Attribute(attribute) = func else {
-            return Vec::new();
+            // `runner(x)` with `runner: Runner`: the instance's `forward` or `__call__`.
+            return self
+                .type_path(model, func)
+                .map(|receiver| CallTarget::Invoke { receiver })
+                .into_iter()
+                .collect();
         };
         let method = attribute.attr.id.to_string();
         match &*attribute.value {
@@ -342,13 +414,18 @@ impl<'a> SummaryBuilder<'a> {
                         }];
                     }
                 }
-                self.instances_of(&attribute.value)
+                let targets: Vec<CallTarget> = self
+                    .instances_of(&attribute.value)
                     .into_iter()
                     .map(|class| CallTarget::InstanceMethod {
                         class,
                         method: method.clone(),
                     })
-                    .collect()
+                    .collect();
+                if !targets.is_empty() {
+                    return targets;
+                }
+                self.typed_method(model, &attribute.value, method)
             }
             Expr::Call(inner) if matches!(&*inner.func, Expr::Name(n) if n.id.as_str() == "super") => {
                 match self.self_context() {
@@ -359,15 +436,34 @@ impl<'a> SummaryBuilder<'a> {
                     None => Vec::new(),
                 }
             }
-            receiver => self
-                .instances_of(receiver)
-                .into_iter()
-                .map(|class| CallTarget::InstanceMethod {
-                    class,
-                    method: method.clone(),
-                })
-                .collect(),
+            receiver => {
+                let targets: Vec<CallTarget> = self
+                    .instances_of(receiver)
+                    .into_iter()
+                    .map(|class| CallTarget::InstanceMethod {
+                        class,
+                        method: method.clone(),
+                    })
+                    .collect();
+                if !targets.is_empty() {
+                    return targets;
+                }
+                self.typed_method(model, receiver, method)
+            }
         }
+    }
+
+    /// `receiver.method(...)` on a receiver whose type the index can compute.
+    fn typed_method(
+        &self,
+        model: &SemanticModel,
+        receiver: &Expr,
+        method: String,
+    ) -> Vec<CallTarget> {
+        self.type_path(model, receiver)
+            .map(|receiver| CallTarget::Method { receiver, method })
+            .into_iter()
+            .collect()
     }
 
     /// Records a call made by the current function.
@@ -391,6 +487,16 @@ impl<'a> SummaryBuilder<'a> {
         if !in_captured_code {
             return;
         }
+        if self.capture_depth == 0 && runs_model(call, self.method_self.is_some()) {
+            let in_loop = self.loop_depths.last().is_some_and(|depth| *depth > 0);
+            if let Some(function) = self.building.last_mut() {
+                if in_loop {
+                    function.runs_model_in_loop = true;
+                } else {
+                    function.runs_model = true;
+                }
+            }
+        }
         // Calls into PyTorch and the standard library never lead back into the project.
         if let Some(qualified) = model.qualified_name(&call.func) {
             if is_external(&qualified) {
@@ -399,10 +505,19 @@ impl<'a> SummaryBuilder<'a> {
             self.summary.imported_callees.insert(qualified.to_string());
         }
         let targets = self.call_targets(model, &call.func);
+        if targets.is_empty() {
+            return;
+        }
         let capturing = self.capture_depth > 0;
+        let in_loop = self.loop_depths.last().is_some_and(|depth| *depth > 0);
+        let tensor_args = tensor_args(model, call);
         if let Some(function) = self.building.last_mut() {
             for target in targets {
-                let site = CallSite { target };
+                let site = CallSite {
+                    target,
+                    in_loop,
+                    tensor_args: tensor_args.clone(),
+                };
                 if capturing {
                     function.captured_calls.push(site);
                 } else {
@@ -439,11 +554,29 @@ impl<'a> SummaryBuilder<'a> {
             Expr::List(list) => list.elts.iter().collect(),
             other => vec![other],
         };
+        // The probe calls its step with the inputs, in order.
+        let tensor_args: Vec<ArgKey> = match (reason, crate::rules::argument(call, 1, "inputs")) {
+            (
+                EntryReason::ProbeStep,
+                Some(
+                    Expr::List(ast::ExprList { elts, .. })
+                    | Expr::Tuple(ast::ExprTuple { elts, .. }),
+                ),
+            ) => elts
+                .iter()
+                .enumerate()
+                .filter(|(_, input)| model.ty(input) == Ty::Tensor)
+                .map(|(i, _)| ArgKey::Position(i))
+                .collect(),
+            _ => Vec::new(),
+        };
         for callable in callables {
             for target in self.call_targets(model, callable) {
-                self.summary
-                    .callable_entries
-                    .push(CallableEntry { target, reason });
+                self.summary.callable_entries.push(CallableEntry {
+                    target,
+                    reason,
+                    tensor_args: tensor_args.clone(),
+                });
             }
         }
     }
@@ -489,6 +622,8 @@ impl<'a> SummaryBuilder<'a> {
         let Expr::Name(name) = target else {
             return;
         };
+        let path = self.type_path(model, value);
+        self.bind_local(name.id.as_str(), path);
         let refs = match value {
             Expr::Call(call) => self.reference(model, &call.func).into_iter().collect(),
             other => self.instances_of(other),
@@ -503,10 +638,14 @@ impl<'a> SummaryBuilder<'a> {
     }
 
     /// `for layer in self.layers:` binds `layer` to the members' classes.
-    pub(crate) fn loop_target(&mut self, target: &'a Expr, iter: &Expr) {
+    pub(crate) fn loop_target(&mut self, model: &SemanticModel, target: &'a Expr, iter: &Expr) {
         let Expr::Name(name) = target else {
             return;
         };
+        let path = self
+            .type_path(model, iter)
+            .map(|path| path.then(PathStep::Item));
+        self.bind_local(name.id.as_str(), path);
         let refs = self.instances_of(iter);
         if let Some(scope) = self.instances.last_mut() {
             if !refs.is_empty() {
@@ -533,4 +672,39 @@ fn collect_imports(stmt: &Stmt, imports: &mut FxHashMap<String, String>, model: 
         }
         _ => {}
     }
+}
+
+/// Whether a call runs a model: `x.forward(...)`, `self.model(...)`, `model(...)`,
+/// `model_forward(...)`, and `self(...)` in a method (a model calling itself, as generation
+/// mixins do).
+fn runs_model(call: &ast::ExprCall, in_method: bool) -> bool {
+    match &*call.func {
+        Expr::Attribute(attribute) => matches!(attribute.attr.id.as_str(), "forward" | "model"),
+        Expr::Name(name) => {
+            let name = name.id.as_str();
+            matches!(name, "model" | "model_forward") || (in_method && name == "self")
+        }
+        _ => false,
+    }
+}
+
+/// The arguments of a call that are device tensors.
+fn tensor_args(model: &SemanticModel, call: &ast::ExprCall) -> Vec<ArgKey> {
+    let mut keys = Vec::new();
+    for (i, argument) in call.arguments.args.iter().enumerate() {
+        if matches!(argument, Expr::Starred(_)) {
+            break;
+        }
+        if model.ty(argument) == Ty::Tensor {
+            keys.push(ArgKey::Position(i));
+        }
+    }
+    for keyword in &call.arguments.keywords {
+        if let Some(name) = &keyword.arg {
+            if model.ty(&keyword.value) == Ty::Tensor {
+                keys.push(ArgKey::Keyword(name.to_string()));
+            }
+        }
+    }
+    keys
 }

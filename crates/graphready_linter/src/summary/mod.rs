@@ -3,9 +3,11 @@
 //! compiled and graphed callables, graph replays).
 
 pub(crate) mod builder;
+mod types;
 
 use crate::semantic::Ty;
 use rustc_hash::FxHashMap;
+pub use types::{Param, PathRoot, PathStep, TypePath, TypeRef};
 
 /// A reference to a class or function as written at the use site.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -27,6 +29,10 @@ pub enum CallTarget {
     Super { class: String, method: String },
     /// A method of an instance whose class is known (`self.mlp(x)` is `forward`).
     InstanceMethod { class: Ref, method: String },
+    /// A method of a value whose type the index computes (`forward_batch.attn_backend.init(..)`).
+    Method { receiver: TypePath, method: String },
+    /// Calling a value whose type the index computes: its `forward` or `__call__`.
+    Invoke { receiver: TypePath },
 }
 
 impl CallTarget {
@@ -39,7 +45,9 @@ impl CallTarget {
                 .map_or(name.as_str(), |(_, last)| last),
             CallTarget::SelfMethod { method, .. }
             | CallTarget::Super { method, .. }
-            | CallTarget::InstanceMethod { method, .. } => method,
+            | CallTarget::InstanceMethod { method, .. }
+            | CallTarget::Method { method, .. } => method,
+            CallTarget::Invoke { .. } => "forward",
         }
     }
 }
@@ -47,6 +55,17 @@ impl CallTarget {
 #[derive(Debug, Clone)]
 pub struct CallSite {
     pub target: CallTarget,
+    /// Made inside a `for` or `while` body: it runs once per iteration.
+    pub in_loop: bool,
+    /// The arguments known to be device tensors at this call.
+    pub tensor_args: Vec<ArgKey>,
+}
+
+/// An argument of a call: by position, or by keyword.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ArgKey {
+    Position(usize),
+    Keyword(String),
 }
 
 /// Why a function is an entry point or an eager break, as found in source.
@@ -76,7 +95,20 @@ pub struct FunctionSummary {
     pub capture_blocks: Vec<(u32, u32)>,
     /// Calls `.replay()` of a graph: a per-step function outside the graph.
     pub replays_graph: bool,
+    /// Runs a model outside any capture block and outside loops: `x.forward(...)`,
+    /// `self.model(...)`, `self(...)`, `model_forward(...)`.
+    pub runs_model: bool,
+    /// Runs a model inside a `for` or `while` body: a decode loop.
+    pub runs_model_in_loop: bool,
+    /// Line ranges (inclusive) of the function's outermost loops.
+    pub loops: Vec<(u32, u32)>,
     pub returns: Ty,
+    /// The parameters in order (`self` included for methods).
+    pub params: Vec<Param>,
+    /// The class the return annotation names, when it names one.
+    pub return_annotation: Option<TypeRef>,
+    /// The decorators' callables (`@dynamic_rope_update`, `@cache(...)`'s `cache`).
+    pub decorators: Vec<Ref>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -88,6 +120,10 @@ pub struct ClassSummary {
     /// Attributes holding instances of known classes: `self.mlp = MLP(...)`, and the members of
     /// `nn.ModuleList([...])` / `nn.Sequential(...)`.
     pub attributes: FxHashMap<String, Vec<Ref>>,
+    /// Attributes whose type follows from an annotation or an assignment: `seq_lens:
+    /// torch.Tensor` in a dataclass body, `self.runner = runner` with `runner: ModelRunner`,
+    /// `self.backend = self._make_backend()`, `@property def x(self) -> T`.
+    pub fields: Vec<(String, TypePath)>,
     pub methods: Vec<String>,
     /// A class decorator that compiles the model for graph capture (`@support_torch_compile`).
     pub compiled: bool,
@@ -98,6 +134,8 @@ pub struct ClassSummary {
 pub struct CallableEntry {
     pub target: CallTarget,
     pub reason: EntryReason,
+    /// Arguments the entry is called with that are device tensors (a `ProbeTarget`'s inputs).
+    pub tensor_args: Vec<ArgKey>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -113,6 +151,12 @@ pub enum EntryReason {
     StepMarker,
     StepConfigured,
     Replay,
+    /// Runs the model outside any capture (a driver of the step).
+    RunsModel,
+    /// Calls a per-step driver, not in a loop.
+    StepCaller,
+    /// Called in the loop that drives the step.
+    StepLoop,
 }
 
 impl EntryReason {
@@ -130,6 +174,9 @@ impl EntryReason {
             EntryReason::StepMarker => "marked `# graphready: step`",
             EntryReason::StepConfigured => "named in `step-entry-points`",
             EntryReason::Replay => "replays a CUDA graph every step",
+            EntryReason::RunsModel => "runs the model outside the graph",
+            EntryReason::StepCaller => "calls the code that runs the step",
+            EntryReason::StepLoop => "called in the loop that drives the steps",
         }
     }
 

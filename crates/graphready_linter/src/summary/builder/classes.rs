@@ -2,7 +2,7 @@
 
 use super::SummaryBuilder;
 use crate::semantic::SemanticModel;
-use crate::summary::{ClassSummary, Ref};
+use crate::summary::{ClassSummary, Ref, TypePath};
 use crate::util::last_segment;
 use ruff_python_ast::{self as ast, Expr, Stmt};
 
@@ -22,7 +22,14 @@ impl<'a> SummaryBuilder<'a> {
                 arguments
                     .args
                     .iter()
-                    .filter_map(|b| self.reference(model, b))
+                    .filter_map(|base| {
+                        // `Builder[Metadata]`: a generic base is its class.
+                        let base = match base {
+                            Expr::Subscript(subscript) => &subscript.value,
+                            other => other,
+                        };
+                        self.reference(model, base)
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -39,6 +46,7 @@ impl<'a> SummaryBuilder<'a> {
             compiled,
             ..ClassSummary::default()
         };
+        summary.fields = self.fields(model, class);
         for stmt in &class.body {
             if let Stmt::FunctionDef(method) = stmt {
                 summary.methods.push(method.name.id.to_string());
@@ -64,6 +72,97 @@ impl<'a> SummaryBuilder<'a> {
             }
         }
         self.summary.classes.push(summary);
+    }
+
+    /// The attributes whose type follows from an annotation or an assignment: annotated names
+    /// in the class body (dataclass fields), properties with a return annotation, and in every
+    /// method `self.x: T = ...` and `self.x = <typed expression>` (an annotated parameter, a
+    /// constructor or factory call, another typed attribute).
+    fn fields(
+        &mut self,
+        model: &SemanticModel,
+        class: &'a ast::StmtClassDef,
+    ) -> Vec<(String, TypePath)> {
+        let mut fields = Vec::new();
+        let class_name = class.name.id.as_str();
+        for stmt in &class.body {
+            match stmt {
+                Stmt::AnnAssign(assign) => {
+                    if let Expr::Name(name) = &*assign.target {
+                        if let Some(ty) = self.annotation_type(model, &assign.annotation) {
+                            fields.push((name.id.to_string(), TypePath::of_type(ty)));
+                        }
+                    }
+                }
+                Stmt::FunctionDef(method) => {
+                    let is_property = method.decorator_list.iter().any(|decorator| {
+                        last_segment(&decorator.expression)
+                            .is_some_and(|name| matches!(name, "property" | "cached_property"))
+                    });
+                    if is_property {
+                        if let Some(ty) = method
+                            .returns
+                            .as_deref()
+                            .and_then(|annotation| self.annotation_type(model, annotation))
+                        {
+                            fields.push((method.name.id.to_string(), TypePath::of_type(ty)));
+                        }
+                        continue;
+                    }
+                    self.method_fields(model, class_name, method, &mut fields);
+                }
+                _ => {}
+            }
+        }
+        fields
+    }
+
+    /// `self.x` assignments in one method, typed with the method's parameters in scope.
+    fn method_fields(
+        &mut self,
+        model: &SemanticModel,
+        class: &'a str,
+        method: &'a ast::StmtFunctionDef,
+        fields: &mut Vec<(String, TypePath)>,
+    ) {
+        let Some(self_param) = method.parameters.iter_non_variadic_params().next() else {
+            return;
+        };
+        let self_name = self_param.parameter.name.id.as_str();
+        let mut assignments = Vec::new();
+        collect_field_assignments(&method.body, self_name, &mut assignments);
+        if assignments.is_empty() {
+            return;
+        }
+        let mut locals = rustc_hash::FxHashMap::default();
+        for parameter in method.parameters.iter_non_variadic_params().skip(1) {
+            if let Some(ty) = parameter
+                .parameter
+                .annotation()
+                .and_then(|annotation| self.annotation_type(model, annotation))
+            {
+                locals.insert(parameter.parameter.name.id.as_str(), TypePath::of_type(ty));
+            }
+        }
+        let saved = self.method_self.replace((class, self_name));
+        self.locals.push(locals);
+        for (attribute, annotation, value) in assignments {
+            let path = annotation
+                .and_then(|annotation| self.annotation_type(model, annotation))
+                .map(TypePath::of_type)
+                .or_else(|| value.and_then(|value| self.type_path(model, value)));
+            if let Some(path) = path {
+                // `self.x = self.x` and friends say nothing.
+                let circular = matches!(&path.root, crate::summary::PathRoot::SelfOf(_))
+                    && path.steps.first()
+                        == Some(&crate::summary::PathStep::Attr(attribute.to_string()));
+                if !circular {
+                    fields.push((attribute.to_string(), path));
+                }
+            }
+        }
+        self.locals.pop();
+        self.method_self = saved;
     }
 
     /// Classes constructed by an expression: `MLP(...)`, `nn.ModuleList([Layer(...) ...])`,
@@ -150,6 +249,55 @@ fn collect_instance_assignments<'a>(
                     collect_instance_assignments(&handler.body, self_name, out);
                 }
                 collect_instance_assignments(&try_stmt.orelse, self_name, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `self.<attribute> = <value>` and `self.<attribute>: T [= value]` anywhere in a method body (not
+/// in nested functions), with the annotation and the value when there is one.
+fn collect_field_assignments<'a>(
+    body: &'a [Stmt],
+    self_name: &str,
+    out: &mut Vec<(&'a str, Option<&'a Expr>, Option<&'a Expr>)>,
+) {
+    let self_attribute = |target: &'a Expr| match target {
+        Expr::Attribute(attribute) if matches!(&*attribute.value, Expr::Name(n) if n.id.as_str() == self_name) => {
+            Some(attribute.attr.id.as_str())
+        }
+        _ => None,
+    };
+    for stmt in body {
+        match stmt {
+            Stmt::Assign(assign) => {
+                for target in &assign.targets {
+                    if let Some(attribute) = self_attribute(target) {
+                        out.push((attribute, None, Some(&assign.value)));
+                    }
+                }
+            }
+            Stmt::AnnAssign(assign) => {
+                if let Some(attribute) = self_attribute(&assign.target) {
+                    out.push((attribute, Some(&assign.annotation), assign.value.as_deref()));
+                }
+            }
+            Stmt::If(if_stmt) => {
+                collect_field_assignments(&if_stmt.body, self_name, out);
+                for clause in &if_stmt.elif_else_clauses {
+                    collect_field_assignments(&clause.body, self_name, out);
+                }
+            }
+            Stmt::For(for_stmt) => collect_field_assignments(&for_stmt.body, self_name, out),
+            Stmt::While(while_stmt) => collect_field_assignments(&while_stmt.body, self_name, out),
+            Stmt::With(with) => collect_field_assignments(&with.body, self_name, out),
+            Stmt::Try(try_stmt) => {
+                collect_field_assignments(&try_stmt.body, self_name, out);
+                for handler in &try_stmt.handlers {
+                    let ast::ExceptHandler::ExceptHandler(handler) = handler;
+                    collect_field_assignments(&handler.body, self_name, out);
+                }
+                collect_field_assignments(&try_stmt.orelse, self_name, out);
             }
             _ => {}
         }

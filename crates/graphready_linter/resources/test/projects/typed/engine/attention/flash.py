@@ -1,0 +1,14 @@
+import torch
+
+from engine.attention.base import AttentionBackend
+
+
+class FlashBackend(AttentionBackend):
+    def init_forward_metadata(self, batch):
+        # Per-step metadata preparation outside the graph: a stall every step.
+        self.max_len = batch.seq_lens.max().item()
+
+    def forward_decode(self, q, batch):
+        if batch.seq_lens.max() > 1024:
+            q = q * 0.5
+        return q

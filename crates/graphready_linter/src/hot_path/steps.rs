@@ -1,0 +1,285 @@
+//! The per-step host path found from the code itself: the functions that run the model or
+//! replay a graph outside any capture (seeds), the functions that call them on every step
+//! (found upward through the call graph), and the loops that drive them. What these reach runs
+//! on every step outside the graph: metadata preparation, sampling, stop checks, schedulers.
+//!
+//! Set-up that runs once (constructors, loading, warm-up, capture, profiling) and measuring
+//! harnesses (tests, benchmarks, examples) are neither seeds nor callers: they also run the model,
+//! but not every step.
+
+use super::index::{NodeId, ProjectIndex};
+use super::Entry;
+use crate::summary::EntryReason;
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::VecDeque;
+
+/// How many callers the upward search visits at most.
+const MAX_CALLERS: usize = 4096;
+
+/// Words in a function's name that say it runs once, not every step.
+/// First words of a name that start set-up (`init_weights`, `from_pretrained`) unless a later
+/// word names per-step work (`init_forward_metadata`).
+const SET_UP_FIRST_WORDS: &[&str] = &["init", "from", "configure", "register"];
+
+/// Words that name per-step work.
+const STEP_WORDS: &[&str] = &[
+    "forward", "step", "metadata", "replay", "batch", "decode", "extend", "sample", "verify",
+];
+
+const SET_UP_WORDS: &[&str] = &[
+    "warmup",
+    "capture",
+    "profile",
+    "profiling",
+    "dummy",
+    "initialize",
+    "setup",
+    "load",
+    "loading",
+    "shutdown",
+    "compile",
+    "benchmark",
+    "bench",
+    "test",
+    "tests",
+];
+
+/// Whether a function's name says it is set-up or a measurement: `__init__`, `load_weights`,
+/// `_dummy_run`, `capture_model`, `warmup`, `warm_up`, `profile_run`.
+pub(super) fn is_set_up(qualname: &str) -> bool {
+    // A function nested in set-up is set-up too (`_dummy_run.run_once`).
+    qualname.split('.').any(is_set_up_name)
+}
+
+fn is_set_up_name(name: &str) -> bool {
+    if matches!(name, "__init__" | "__post_init__" | "__new__" | "__del__") {
+        return true;
+    }
+    let lower = name.to_ascii_lowercase();
+    let words: Vec<&str> = lower.split('_').filter(|w| !w.is_empty()).collect();
+    let starts_set_up = words
+        .first()
+        .is_some_and(|first| SET_UP_FIRST_WORDS.contains(first))
+        && !words.iter().any(|w| STEP_WORDS.contains(w));
+    starts_set_up
+        || words.iter().any(|w| SET_UP_WORDS.contains(w))
+        || words
+            .windows(2)
+            .any(|pair| pair == ["warm", "up"] || pair == ["set", "up"])
+}
+
+/// Whether a module is a measuring harness or an example rather than the engine: in a package
+/// `tests`, `benchmarks`, `examples` (or similar), or named `test_*`, `*_test`, `bench*`. Judged
+/// on the dotted module name, so that the folders above the project do not count.
+pub(super) fn is_harness_module(module: &str) -> bool {
+    module.split('.').enumerate().any(|(i, part)| {
+        let last = i == module.split('.').count() - 1;
+        matches!(
+            part,
+            "test" | "tests" | "testing" | "benchmark" | "benchmarks" | "bench" | "examples"
+        ) || (last
+            && (part.starts_with("test_")
+                || part.ends_with("_test")
+                || part == "conftest"
+                || part.starts_with("bench")))
+    })
+}
+
+impl ProjectIndex<'_> {
+    /// Whether a module is a measuring harness (see [`is_harness_module`]); a file outside any
+    /// package is judged by its name.
+    pub(super) fn is_harness(&self, module: usize) -> bool {
+        let summary = self.module(module);
+        match &summary.module {
+            Some(name) => is_harness_module(name),
+            None => {
+                let file = summary
+                    .path
+                    .rsplit(['/', '\\'])
+                    .next()
+                    .unwrap_or(&summary.path);
+                is_harness_module(file.strip_suffix(".py").unwrap_or(file))
+            }
+        }
+    }
+
+    /// Whether a function may seed or carry the per-step path: not set-up, not a harness, not a
+    /// method of an `nn.Module` (a model running its submodules is the model, not a driver).
+    fn may_drive_steps(&self, node: NodeId) -> bool {
+        let function = self.function(node);
+        if is_set_up(&function.qualname) || self.is_harness(node.module) {
+            return false;
+        }
+        match function.qualname.rsplit_once('.') {
+            Some((class, _)) => !self.derives_from_module(node.module, class),
+            None => true,
+        }
+    }
+}
+
+/// What the code shows of the per-step host path.
+#[derive(Default)]
+pub(super) struct Steps {
+    /// Functions that run every step, whole.
+    pub entries: Vec<Entry>,
+    /// Functions whose loops drive the steps: only their loop bodies run every step.
+    pub drivers: Vec<NodeId>,
+}
+
+/// The per-step host path found from the code. Seeds run the model (once per call) or replay a
+/// graph; the upward search follows their callers up to the first loop that calls them every
+/// iteration (a driver: its loop bodies and what they call run every step) or to callers nobody
+/// calls (run every step whole). A function that runs the model inside a loop is a driver
+/// itself (a decode loop): what it does outside the loop runs once per call, not per step.
+pub(super) fn find(index: &ProjectIndex, captured: &FxHashMap<NodeId, Option<NodeId>>) -> Steps {
+    let mut steps = Steps::default();
+    let mut queue = VecDeque::new();
+    let mut seen = FxHashSet::default();
+    for node in index.nodes() {
+        let function = index.function(node);
+        if captured.contains_key(&node) || !index.may_drive_steps(node) {
+            continue;
+        }
+        if function.runs_model_in_loop {
+            seen.insert(node);
+            steps.drivers.push(node);
+            loop_entries(index, node, &mut steps.entries);
+        } else if function.runs_model || function.replays_graph {
+            let reason = if function.replays_graph {
+                EntryReason::Replay
+            } else {
+                EntryReason::RunsModel
+            };
+            seen.insert(node);
+            steps.entries.push(Entry {
+                node,
+                reason,
+                via: None,
+            });
+            queue.push_back(node);
+        }
+    }
+    if queue.is_empty() {
+        return steps;
+    }
+    // Call sites by the name they call, so that the callers of a function are found without
+    // resolving every call of the project.
+    let mut by_name: FxHashMap<&str, Vec<(NodeId, usize)>> = FxHashMap::default();
+    for node in index.nodes() {
+        for (site, call) in index.function(node).calls.iter().enumerate() {
+            by_name
+                .entry(call.target.method_name())
+                .or_default()
+                .push((node, site));
+        }
+    }
+    while let Some(callee) = queue.pop_front() {
+        if seen.len() > MAX_CALLERS {
+            break;
+        }
+        let qualname = &index.function(callee).qualname;
+        let name = qualname.rsplit('.').next().unwrap_or(qualname);
+        let Some(sites) = by_name.get(name) else {
+            continue;
+        };
+        for &(caller, site) in sites {
+            if seen.contains(&caller) || captured.contains_key(&caller) {
+                continue;
+            }
+            let call = &index.function(caller).calls[site];
+            if !index.may_drive_steps(caller)
+                || !index.resolve(caller.module, &call.target).contains(&callee)
+            {
+                continue;
+            }
+            seen.insert(caller);
+            let function = index.function(caller);
+            if call.in_loop || function.runs_model_in_loop {
+                // A loop that drives the step (or a decode loop calling the seed once before it
+                // starts): only the loop bodies run every step.
+                steps.drivers.push(caller);
+                loop_entries(index, caller, &mut steps.entries);
+            } else {
+                steps.entries.push(Entry {
+                    node: caller,
+                    reason: EntryReason::StepCaller,
+                    via: Some(callee),
+                });
+                queue.push_back(caller);
+            }
+        }
+    }
+    steps
+}
+
+/// The functions a driver's loop bodies call: they run every step.
+fn loop_entries(index: &ProjectIndex, driver: NodeId, entries: &mut Vec<Entry>) {
+    for call in index.function(driver).calls.iter().filter(|c| c.in_loop) {
+        for target in index.resolve(driver.module, &call.target) {
+            entries.push(Entry {
+                node: target,
+                reason: EntryReason::StepLoop,
+                via: Some(driver),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_up_names() {
+        for name in [
+            "__init__",
+            "Runner.load_weights",
+            "GPUModelRunner._dummy_run",
+            "CudaGraphRunner.capture",
+            "capture_one_batch_size",
+            "warmup",
+            "Runner._warm_up",
+            "profile_run",
+            "initialize_kv_cache",
+            "set_up_buffers",
+            "BaseRunner._dummy_run.run_once",
+            "ModelRunner.init_weight_updater",
+            "Config.from_pretrained",
+            "process_weights_after_loading",
+        ] {
+            assert!(is_set_up(name), "{name}");
+        }
+        for name in [
+            "execute_model",
+            "Runner.forward_decode",
+            "init_forward_metadata",
+            "init_forward_metadata_replay_cuda_graph",
+            "prepare_for_decode",
+            "sample",
+            "uploaded",
+        ] {
+            assert!(!is_set_up(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn harness_modules() {
+        for module in [
+            "vllm.benchmarks.forward.capture",
+            "pkg.tests.test_model",
+            "deep_gemm.testing.bench",
+            "test_model",
+            "model_test",
+            "examples.offline",
+        ] {
+            assert!(is_harness_module(module), "{module}");
+        }
+        for module in [
+            "vllm.v1.worker.gpu_model_runner",
+            "sglang.srt.latest",
+            "attest",
+        ] {
+            assert!(!is_harness_module(module), "{module}");
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! Types in the summary: what an annotation names, and the type paths of expressions
+//! (parameters, locals, `self` attributes, calls), for the index to resolve across modules.
+
+use super::SummaryBuilder;
+use crate::semantic::SemanticModel;
+use crate::summary::{Param, PathRoot, PathStep, Ref, TypePath, TypeRef};
+use ruff_python_ast::{self as ast, Expr};
+
+/// Containers whose subscript names their elements' type.
+const CONTAINERS: &[&str] = &[
+    "list",
+    "tuple",
+    "set",
+    "frozenset",
+    "typing.List",
+    "typing.Tuple",
+    "typing.Set",
+    "typing.FrozenSet",
+    "typing.Sequence",
+    "typing.MutableSequence",
+    "typing.Iterable",
+    "typing.Iterator",
+    "collections.abc.Sequence",
+    "collections.abc.Iterable",
+    "collections.abc.Iterator",
+];
+
+/// Mappings whose subscript's last argument names their values' type.
+const MAPPINGS: &[&str] = &[
+    "dict",
+    "typing.Dict",
+    "typing.Mapping",
+    "typing.MutableMapping",
+    "collections.abc.Mapping",
+];
+
+/// Wrappers that add nothing a call graph needs: `Optional[X]`, `Union[X, Y]`, `Final[X]`.
+const TRANSPARENT: &[&str] = &[
+    "typing.Optional",
+    "typing.Union",
+    "typing.Final",
+    "typing.ClassVar",
+    "typing.Annotated",
+    "typing_extensions.Annotated",
+];
+
+/// Roots whose names are never project classes.
+fn is_foreign(qualified: &str) -> bool {
+    let root = qualified.split('.').next().unwrap_or(qualified);
+    matches!(
+        root,
+        "typing" | "typing_extensions" | "collections" | "builtins" | "numpy" | "abc" | "enum"
+    ) || matches!(
+        qualified,
+        "int" | "float" | "str" | "bool" | "bytes" | "object" | "None" | "dict" | "list"
+    )
+}
+
+impl<'a> SummaryBuilder<'a> {
+    /// The class types an annotation names: `ForwardBatch`, `"ForwardBatch"`,
+    /// `Optional[AttentionBackend]`, `A | None`, `list[Layer]`. `None` for anything else
+    /// (tensors, numbers, unknown generics).
+    pub(super) fn annotation_type(
+        &self,
+        model: &SemanticModel,
+        annotation: &Expr,
+    ) -> Option<TypeRef> {
+        let mut classes = Vec::new();
+        let mut elements = false;
+        self.annotation_classes(model, annotation, &mut classes, &mut elements, 0);
+        (!classes.is_empty()).then_some(TypeRef { classes, elements })
+    }
+
+    fn annotation_classes(
+        &self,
+        model: &SemanticModel,
+        annotation: &Expr,
+        out: &mut Vec<Ref>,
+        elements: &mut bool,
+        depth: u8,
+    ) {
+        if depth > 4 {
+            return;
+        }
+        match annotation {
+            Expr::StringLiteral(literal) => {
+                // A forward reference: parse the string as an expression.
+                let text = literal.value.to_str();
+                if text.len() > 200 {
+                    return;
+                }
+                if let Ok(parsed) = ruff_python_parser::parse_expression(text) {
+                    let expr = parsed.into_syntax().body;
+                    self.annotation_classes(model, &expr, out, elements, depth + 1);
+                }
+            }
+            Expr::BinOp(binop) if matches!(binop.op, ast::Operator::BitOr) => {
+                self.annotation_classes(model, &binop.left, out, elements, depth + 1);
+                self.annotation_classes(model, &binop.right, out, elements, depth + 1);
+            }
+            Expr::Subscript(subscript) => {
+                let container = model
+                    .qualified_name(&subscript.value)
+                    .map(|q| q.to_string())
+                    .or_else(|| match &*subscript.value {
+                        Expr::Name(name) => Some(name.id.to_string()),
+                        _ => None,
+                    })
+                    .unwrap_or_default();
+                let arguments: Vec<&Expr> = match &*subscript.slice {
+                    Expr::Tuple(tuple) => tuple.elts.iter().collect(),
+                    other => vec![other],
+                };
+                if TRANSPARENT.contains(&container.as_str()) {
+                    for argument in arguments {
+                        self.annotation_classes(model, argument, out, elements, depth + 1);
+                    }
+                } else if CONTAINERS.contains(&container.as_str()) {
+                    let before = out.len();
+                    for argument in arguments {
+                        self.annotation_classes(model, argument, out, elements, depth + 1);
+                    }
+                    *elements |= out.len() > before;
+                } else if MAPPINGS.contains(&container.as_str()) {
+                    if let Some(value) = arguments.last() {
+                        let before = out.len();
+                        self.annotation_classes(model, value, out, elements, depth + 1);
+                        *elements |= out.len() > before;
+                    }
+                }
+            }
+            Expr::Name(_) | Expr::Attribute(_) => {
+                if let Some(reference) = self.reference(model, annotation) {
+                    let foreign = match &reference {
+                        Ref::Qualified(q) => is_foreign(q),
+                        Ref::Local(_) => false,
+                    };
+                    if !foreign && !out.contains(&reference) {
+                        out.push(reference);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The parameters of a function, with the classes their annotations name.
+    pub(super) fn params(
+        &self,
+        model: &SemanticModel,
+        function: &ast::StmtFunctionDef,
+    ) -> Vec<Param> {
+        function
+            .parameters
+            .iter_non_variadic_params()
+            .map(|parameter| Param {
+                name: parameter.parameter.name.id.to_string(),
+                annotation: parameter
+                    .parameter
+                    .annotation()
+                    .and_then(|annotation| self.annotation_type(model, annotation)),
+            })
+            .collect()
+    }
+
+    /// The type path of an expression, when its type follows from types the index knows: an
+    /// annotated parameter or local, `self`, a call of a class or function, and attribute,
+    /// method and item steps from those.
+    pub(super) fn type_path(&self, model: &SemanticModel, expr: &Expr) -> Option<TypePath> {
+        self.type_path_depth(model, expr, 0)
+    }
+
+    fn type_path_depth(&self, model: &SemanticModel, expr: &Expr, depth: u8) -> Option<TypePath> {
+        if depth > 8 {
+            return None;
+        }
+        match expr {
+            Expr::Name(name) => self.local_type(name.id.as_str()),
+            Expr::Attribute(attribute) => {
+                if model.qualified_name(expr).is_some() {
+                    return None;
+                }
+                if let (Expr::Name(receiver), Some((class, self_name))) =
+                    (&*attribute.value, self.method_self)
+                {
+                    if receiver.id.as_str() == self_name {
+                        return Some(TypePath {
+                            root: PathRoot::SelfOf(class.to_string()),
+                            steps: vec![PathStep::Attr(attribute.attr.id.to_string())],
+                        });
+                    }
+                }
+                let base = self.type_path_depth(model, &attribute.value, depth + 1)?;
+                Some(base.then(PathStep::Attr(attribute.attr.id.to_string())))
+            }
+            Expr::Call(call) => {
+                if let Expr::Attribute(attribute) = &*call.func {
+                    if model.qualified_name(&call.func).is_none() {
+                        let method = attribute.attr.id.to_string();
+                        if let (Expr::Name(receiver), Some((class, self_name))) =
+                            (&*attribute.value, self.method_self)
+                        {
+                            if receiver.id.as_str() == self_name {
+                                return Some(TypePath {
+                                    root: PathRoot::SelfOf(class.to_string()),
+                                    steps: vec![PathStep::Call(method)],
+                                });
+                            }
+                        }
+                        if let Some(base) = self.type_path_depth(model, &attribute.value, depth + 1)
+                        {
+                            return Some(base.then(PathStep::Call(method)));
+                        }
+                    }
+                }
+                let reference = self.reference(model, &call.func)?;
+                if matches!(&reference, Ref::Qualified(q) if is_foreign(q)) {
+                    return None;
+                }
+                Some(TypePath {
+                    root: PathRoot::Called(reference),
+                    steps: Vec::new(),
+                })
+            }
+            Expr::Subscript(subscript) => Some(
+                self.type_path_depth(model, &subscript.value, depth + 1)?
+                    .then(PathStep::Item),
+            ),
+            // `x or Default()`, `a if c else b`: the first alternative with a type.
+            Expr::BoolOp(bool_op) => bool_op
+                .values
+                .iter()
+                .find_map(|value| self.type_path_depth(model, value, depth + 1)),
+            Expr::If(if_expr) => self
+                .type_path_depth(model, &if_expr.body, depth + 1)
+                .or_else(|| self.type_path_depth(model, &if_expr.orelse, depth + 1)),
+            Expr::Named(named) => self.type_path_depth(model, &named.value, depth + 1),
+            _ => None,
+        }
+    }
+
+    fn local_type(&self, name: &str) -> Option<TypePath> {
+        self.locals
+            .last()
+            .and_then(|scope| scope.get(name))
+            .cloned()
+    }
+
+    /// Binds a local name to a type path (or forgets it).
+    pub(super) fn bind_local(&mut self, name: &'a str, path: Option<TypePath>) {
+        let Some(scope) = self.locals.last_mut() else {
+            return;
+        };
+        match path {
+            Some(path) => {
+                scope.insert(name, path);
+            }
+            None => {
+                if !scope.is_empty() {
+                    scope.remove(name);
+                }
+            }
+        }
+    }
+}

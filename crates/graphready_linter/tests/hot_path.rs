@@ -1,0 +1,183 @@
+//! The typed project model, in process, on a small multi-module engine
+//! (resources/test/projects/typed): a dataclass batch whose fields are read through a parameter
+//! annotation, a backend base class with two subclasses reached through an attribute typed by a
+//! forward reference (class hierarchy analysis, template methods), a decorated rotary forward, a
+//! runner that replays and samples, a scheduler loop that drives it, and the set-up and
+//! harness code that must stay out of the default scope.
+
+use graphready_linter::project::{self, Options, Scope, SourceFile};
+use graphready_linter::{HotPathSettings, RuleSet, Settings};
+use std::path::{Path, PathBuf};
+
+fn project_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("resources/test/projects/typed")
+}
+
+fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            python_files(&path, out);
+        } else if path.extension().is_some_and(|ext| ext == "py") {
+            out.push(path);
+        }
+    }
+}
+
+/// (path relative to the project, line, code, reach, chain) of every finding.
+fn check(scope: Scope) -> Vec<(String, u32, String, String, Vec<String>)> {
+    let settings = Settings::default();
+    let hot_path = HotPathSettings::default();
+    let options = Options {
+        settings: std::slice::from_ref(&settings),
+        hot_path: &hot_path,
+        scope,
+        show_scope: false,
+        timing: false,
+    };
+    let root = project_dir();
+    let mut files = Vec::new();
+    python_files(&root.join("engine"), &mut files);
+    let report = project::check(&options, |found| {
+        for path in &files {
+            found(SourceFile {
+                path: path.clone(),
+                settings: 0,
+                ignored: RuleSet::empty(),
+            });
+        }
+    });
+    let prefix = format!("{}/", root.display());
+    report
+        .diagnostics()
+        .into_iter()
+        .map(|d| {
+            (
+                d.path.trim_start_matches(&prefix).to_string(),
+                d.span.start.line,
+                d.code,
+                d.reach.as_str().to_string(),
+                d.chain.into_iter().map(|link| link.function).collect(),
+            )
+        })
+        .collect()
+}
+
+fn finding(
+    path: &str,
+    line: u32,
+    code: &str,
+    reach: &str,
+    chain: &[&str],
+) -> (String, u32, String, String, Vec<String>) {
+    (
+        path.to_string(),
+        line,
+        code.to_string(),
+        reach.to_string(),
+        chain.iter().map(|s| (*s).to_string()).collect(),
+    )
+}
+
+#[test]
+fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
+    assert_eq!(
+        check(Scope::Hot),
+        vec![
+            // The runner prepares metadata through the base class its constructor was given.
+            finding(
+                "engine/attention/flash.py",
+                9,
+                "GR101",
+                "stall",
+                &[
+                    "Scheduler.run",
+                    "ModelRunner.forward",
+                    "FlashBackend.init_forward_metadata"
+                ],
+            ),
+            // `batch.attn_backend` (a dataclass field typed by a forward reference), the base
+            // class's template method, and the subclass's override.
+            finding(
+                "engine/attention/flash.py",
+                12,
+                "GR104",
+                "capture",
+                &[
+                    "Model.forward",
+                    "AttentionBackend.forward",
+                    "FlashBackend.forward_decode"
+                ],
+            ),
+            finding(
+                "engine/attention/triton.py",
+                12,
+                "GR105",
+                "capture",
+                &[
+                    "Model.forward",
+                    "AttentionBackend.forward",
+                    "TritonBackend.forward_decode"
+                ],
+            ),
+            // The decorator's wrapper runs on every call of the rotary forward.
+            finding(
+                "engine/rotary.py",
+                12,
+                "GR104",
+                "capture",
+                &[
+                    "Model.forward",
+                    "RotaryEmbedding.forward",
+                    "dynamic_rope_update.wrapper"
+                ],
+            ),
+            // Sampling and the stop check run in the scheduler's loop, every step.
+            finding(
+                "engine/runner.py",
+                25,
+                "GR101",
+                "stall",
+                &["Scheduler.run", "ModelRunner.sample"],
+            ),
+            finding(
+                "engine/runner.py",
+                45,
+                "GR104",
+                "stall",
+                &["Scheduler.run", "Scheduler.stopped"],
+            ),
+            // Annotated `bool`, passed a device tensor by the loop: the call site wins.
+            finding(
+                "engine/runner.py",
+                51,
+                "GR104",
+                "stall",
+                &["Scheduler.run", "Scheduler.has_unfinished"],
+            ),
+        ]
+    );
+}
+
+#[test]
+fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
+    let all = check(Scope::All);
+    let cold: Vec<(&str, u32)> = all
+        .iter()
+        .filter(|f| f.3 == "unknown")
+        .map(|f| (f.0.as_str(), f.1))
+        .collect();
+    assert_eq!(
+        cold,
+        vec![
+            ("engine/runner.py", 29),
+            ("engine/runner.py", 39),
+            ("engine/tests/test_runner.py", 8),
+            ("engine/tests/test_runner.py", 9),
+        ]
+    );
+}
