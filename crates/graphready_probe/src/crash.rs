@@ -32,7 +32,44 @@ pub fn crash_event(stderr: &str, what: &str) -> Option<RuntimeEvent> {
         location,
         stack,
         count: 1,
+        ranks: Vec::new(),
     })
+}
+
+/// The main thread's stack from faulthandler's dump of every thread (`faulthandler.register(
+/// SIGUSR1, all_threads=True)`), innermost first, the harness's frames cut as in a crash: the
+/// thread whose stack reaches the program's outermost frame, else the thread that took the
+/// signal.
+pub fn main_thread_stack(stderr: &str) -> Option<Vec<Frame>> {
+    let mut threads: Vec<(bool, Vec<&str>)> = Vec::new();
+    for line in stderr.lines() {
+        let head = line.trim_start();
+        if head.starts_with("Current thread ") || head.starts_with("Thread 0x") {
+            threads.push((head.starts_with("Current"), Vec::new()));
+        } else if let Some((_, frames)) = threads.last_mut() {
+            if head.starts_with("File ") {
+                frames.push(line);
+            }
+        }
+    }
+    let outermost = |frames: &Vec<&str>| {
+        frames
+            .last()
+            .is_some_and(|l| l.ends_with(" in <module>") || l.ends_with(" in _run_module_as_main"))
+    };
+    let (_, lines) = threads
+        .iter()
+        .rev()
+        .find(|(_, frames)| outermost(frames))
+        .or_else(|| threads.iter().rev().find(|(current, _)| *current))?;
+    Some(
+        lines
+            .iter()
+            .filter_map(|line| parse_fault_frame(line))
+            .skip_while(|frame| frame.scope.is_none())
+            .take_while(|frame| frame.scope.is_some())
+            .collect(),
+    )
 }
 
 /// `  File "/path/x.py", line 15 in step`; the scope is `None` for the harness's own frames.
