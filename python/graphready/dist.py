@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed import distributed_c10d
 
-from .ranks import Activity, RankEnv, RankError, device_index, device_problem, patch_collectives
+from .ranks import Activity, RankEnv, RankError, device_index, device_problem, patch_collectives, unrecorded
 
 # The probe's own exchange never goes through the wrappers, so it is never counted as the step's.
 _ALL_GATHER_OBJECT = distributed_c10d.all_gather_object
@@ -42,7 +42,8 @@ class Group:
     def agree(self, value: Any) -> list:
         """Every rank's `value`, in rank order (a gloo all-gather of Python objects)."""
         out: list = [None] * self.world_size
-        _ALL_GATHER_OBJECT(out, value, group=self.coord)
+        with unrecorded():
+            _ALL_GATHER_OBJECT(out, value, group=self.coord)
         return out
 
     def describe(self) -> dict:

@@ -28,7 +28,7 @@ import traceback
 from typing import Optional, Sequence
 
 from .protocol import HARNESS_VERSION, POISONING_PHASES, PROTOCOL_VERSION, Emitter
-from .ranks import BACKENDS, NVLS_OFF, Activity, RankError, read_env
+from .ranks import BACKENDS, LOOPBACK_ENV, NVLS_OFF, Activity, RankError, read_env
 from .target import TargetError, check_target_exists, load_factory
 
 ENV_ERROR_EXIT = 3
@@ -106,6 +106,11 @@ def main(argv: Optional[Sequence[str]] = None, stream=None) -> int:
             return environment_error(emitter, "bad_args", str(exc))
     # Before torch (and NCCL) load: NVLink multicast stays off in every child.
     os.environ.update(NVLS_OFF)
+    if rank_env is not None:
+        # Every rank is on this host: gloo and NCCL's bootstrap talk over loopback, not over
+        # whatever interface the host name resolves to (unless the user chose one).
+        for name in LOOPBACK_ENV:
+            os.environ.setdefault(name, "lo")
     try:
         check_target_exists(args.target)
     except TargetError as exc:
@@ -129,7 +134,14 @@ def main(argv: Optional[Sequence[str]] = None, stream=None) -> int:
             + (f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else "")
             + "; the probe needs a GPU",
         )
+    from .frames import FrameFilter
+
+    filt = FrameFilter.for_this_process()
     activity = Activity()
+    watchdog = None
+    if args.watchdog and stream is None:
+        # From here on a stuck rank can say where it is (the rendezvous included).
+        watchdog = _start_watchdog(emitter, activity, filt)
     group = None
     if rank_env is not None:
         from . import dist
@@ -166,13 +178,13 @@ def main(argv: Optional[Sequence[str]] = None, stream=None) -> int:
         return environment_error(emitter, "bad_target", f"importing TARGET {args.target!r} failed:\n{tail}")
 
     from .bucket import run_bucket
-    from .frames import FrameFilter
     from .watch import CaptureStatus
 
+    # Built again: the user's module may have imported libraries the filter must know.
     filt = FrameFilter.for_this_process()
+    if watchdog is not None:
+        watchdog.filt = filt
     status = CaptureStatus()
-    if args.watchdog and stream is None:
-        _start_watchdog(emitter, activity, filt)
     try:
         for bucket in args.bucket:
             run_bucket(
@@ -186,13 +198,15 @@ def main(argv: Optional[Sequence[str]] = None, stream=None) -> int:
     return 0
 
 
-def _start_watchdog(emitter, activity, filt) -> None:
+def _start_watchdog(emitter, activity, filt):
     from .watchdog import Watchdog
 
-    Watchdog(sys.stdin, emitter, activity, filt).start()
+    watchdog = Watchdog(sys.stdin, emitter, activity, filt)
+    watchdog.start()
     if hasattr(signal, "SIGUSR1"):
         # The fallback when the watchdog thread cannot run: every thread's stack to stderr.
         faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
+    return watchdog
 
 
 if __name__ == "__main__":

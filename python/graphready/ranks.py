@@ -32,6 +32,8 @@ NVLS_OFF = (
     ("NVSHMEM_DISABLE_NVLS", "1"),
 )
 BACKENDS = ("nccl", "gloo")
+# The ranks share one host: their sockets use loopback unless the user set these.
+LOOPBACK_ENV = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
 
 # Collectives that exchange Python objects or block the host until every rank arrives: never
 # capturable (they pickle, copy through host memory and synchronise).
@@ -219,8 +221,21 @@ class Activity:
 _inside = threading.local()
 
 
+class unrecorded:
+    """The probe's own collectives (its exchange after each phase): never counted as the step's,
+    nor taken for its last collective (all_gather_object calls the wrapped all_gather)."""
+
+    def __enter__(self) -> None:
+        self._before = getattr(_inside, "depth", 0)
+        _inside.depth = 1
+
+    def __exit__(self, *exc) -> None:
+        _inside.depth = self._before
+
+
 def _wrap(name: str, original: Callable, activity: Activity) -> Callable:
-    def collective(*args, **kwargs):
+    # Named in frames.PASS_THROUGH: a stack through it goes on to the user's frame.
+    def _graphready_collective(*args, **kwargs):
         # Only the outermost call counts: all_gather_object calls all_gather inside.
         if getattr(_inside, "depth", 0):
             return original(*args, **kwargs)
@@ -233,10 +248,9 @@ def _wrap(name: str, original: Callable, activity: Activity) -> Callable:
         finally:
             _inside.depth = 0
 
-    collective.__wrapped__ = original  # type: ignore[attr-defined]
-    collective.__name__ = getattr(original, "__name__", name)
-    collective.__doc__ = getattr(original, "__doc__", None)
-    return collective
+    _graphready_collective.__wrapped__ = original  # type: ignore[attr-defined]
+    _graphready_collective.__doc__ = getattr(original, "__doc__", None)
+    return _graphready_collective
 
 
 def patch_collectives(modules: Iterable[Any], activity: Activity, names: Sequence[str] = COLLECTIVES) -> Callable[[], None]:

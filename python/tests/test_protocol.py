@@ -77,3 +77,11 @@ def test_event_kinds_are_known_to_the_rust_report():
     report = open(os.path.join(REPO, "crates/graphready_probe/src/report.rs")).read()
     for kind in KINDS:
         assert f"`{kind}`" in report, kind
+
+
+def test_pass_through_wrappers_match_the_rust_driver():
+    from graphready.frames import PASS_THROUGH
+
+    source = open(os.path.join(REPO, "crates/graphready_probe/src/crash.rs")).read()
+    block = re.search(r"pub const PASS_THROUGH: &\[&str\] = &\[(.*?)\];", source, re.S).group(1)
+    assert tuple(re.findall(r'"(\w+)"', block)) == PASS_THROUGH

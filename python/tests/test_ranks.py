@@ -87,6 +87,21 @@ def test_collectives_are_counted_per_phase_with_the_caller_s_line():
     assert activity.seq == 4, "restored: calls are no longer recorded"
 
 
+def test_the_probe_s_own_exchange_is_never_the_step_s_collective():
+    module, _, calls = fake_dist()
+    activity = rk.Activity()
+    rk.patch_collectives((module,), activity)
+    activity.enter(1, "warmup")
+    module.all_reduce("t")
+    with rk.unrecorded():
+        module.all_gather_object([None], ("pass", None))
+    assert [c[0] for c in calls] == ["all_reduce", "all_gather", "all_gather_object"]
+    assert activity.counts == {"warmup": {"all_reduce": 1}}
+    assert activity.last["what"] == "all_reduce"
+    module.all_reduce("t")
+    assert activity.counts["warmup"]["all_reduce"] == 2, "recording resumes after the exchange"
+
+
 def test_the_sync_scan_hears_host_collectives_and_timed_loops_skip_the_stack():
     module, alias, _ = fake_dist()
     activity = rk.Activity()

@@ -7,15 +7,14 @@ use crate::report::{Frame, RuntimeEvent};
 /// every frame but the harness's, located at the user's innermost frame.
 pub fn crash_event(stderr: &str, what: &str) -> Option<RuntimeEvent> {
     let start = stderr.rfind("Fatal Python error")?;
-    let stack: Vec<Frame> = stderr[start..]
-        .lines()
-        .skip_while(|line| !line.starts_with("Current thread") && !line.starts_with("Thread "))
-        .skip(1)
-        .take_while(|line| line.trim_start().starts_with("File "))
-        .filter_map(parse_fault_frame)
-        .skip_while(|frame| frame.scope.is_none())
-        .take_while(|frame| frame.scope.is_some())
-        .collect();
+    let stack: Vec<Frame> = probe_cut(
+        stderr[start..]
+            .lines()
+            .skip_while(|line| !line.starts_with("Current thread") && !line.starts_with("Thread "))
+            .skip(1)
+            .take_while(|line| line.trim_start().starts_with("File "))
+            .filter_map(parse_fault_frame),
+    );
     let location = ["user", "library"]
         .iter()
         .find_map(|scope| stack.iter().find(|f| f.scope.as_deref() == Some(scope)))
@@ -62,14 +61,23 @@ pub fn main_thread_stack(stderr: &str) -> Option<Vec<Frame>> {
         .rev()
         .find(|(_, frames)| outermost(frames))
         .or_else(|| threads.iter().rev().find(|(current, _)| *current))?;
-    Some(
-        lines
-            .iter()
-            .filter_map(|line| parse_fault_frame(line))
-            .skip_while(|frame| frame.scope.is_none())
-            .take_while(|frame| frame.scope.is_some())
-            .collect(),
-    )
+    Some(probe_cut(
+        lines.iter().filter_map(|line| parse_fault_frame(line)),
+    ))
+}
+
+/// The probe's wrappers around torch's functions (`python/graphready/frames.py`): a stack goes
+/// through them to the user's frame.
+pub const PASS_THROUGH: &[&str] = &["_graphready_sync_api", "_graphready_collective"];
+
+/// The frames between the probe's leading hooks and its call into the step, its wrappers
+/// left out (as `frames.select_frames` does).
+fn probe_cut(frames: impl Iterator<Item = Frame>) -> Vec<Frame> {
+    frames
+        .filter(|f| !(f.scope.is_none() && PASS_THROUGH.contains(&f.function.as_str())))
+        .skip_while(|frame| frame.scope.is_none())
+        .take_while(|frame| frame.scope.is_some())
+        .collect()
 }
 
 /// `  File "/path/x.py", line 15 in step`; the scope is `None` for the harness's own frames.

@@ -265,7 +265,11 @@ impl Watch {
             }));
         }
         if now >= self.deadline {
-            let running: Vec<&Proc> = self.procs.iter().filter(|p| !p.ended()).collect();
+            let running: Vec<&Proc> = self
+                .procs
+                .iter()
+                .filter(|p| !p.ended() && !p.stream.done)
+                .collect();
             return Ok(Some(Stop {
                 cause: "time_limit",
                 ranks: running.iter().filter_map(|p| p.rank).collect(),
@@ -319,7 +323,12 @@ impl Watch {
     /// Ask every live process for its hang report, fall back to faulthandler, then kill them.
     fn stop(&mut self, stop: &Stop) {
         let reason = stop_reason(stop, &self.procs);
-        for proc in self.procs.iter_mut().filter(|p| !p.ended()) {
+        // A rank that said `done` finished its work; it is only killed.
+        for proc in self
+            .procs
+            .iter_mut()
+            .filter(|p| !p.ended() && !p.stream.done)
+        {
             proc.ending = Some(match stop.cause {
                 "time_limit" => Ending::TimedOut,
                 "hang" if proc.rank.is_some_and(|r| stop.ranks.contains(&r)) => {

@@ -278,7 +278,8 @@ fn a_rank_that_cannot_answer_is_read_from_its_thread_dump() {
             ("/usr/lib/torch/distributed/distributed_c10d.py", 2501),
             ("/work/tp_silent.py", 33)
         ],
-        "the main thread, not the watchdog thread; the harness's frames cut"
+        "the main thread, not the watchdog thread; the harness's frames cut, its collective \
+         wrapper passed through"
     );
     let event = &bucket.ranks[0].phase("capture").unwrap().events[0];
     assert_eq!(event.location.as_ref().unwrap().line, 33);
