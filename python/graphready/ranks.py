@@ -20,7 +20,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
-from .frames import FrameFilter, pick_location, select_frames
+from .frames import PASS_THROUGH, FrameFilter, pick_location, select_frames
 
 # Set by the launcher for each rank, as torchrun sets them.
 RANK_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -185,6 +185,9 @@ class Activity:
         self.listener: Optional[Callable[[str], None]] = None
 
     def enter(self, bucket: int, phase: str) -> None:
+        if bucket != self.bucket:
+            # One process may run several buckets (the Python launcher): counts are per bucket.
+            self.counts = {}
         self.bucket, self.phase = bucket, phase
         self.counts.setdefault(phase, {})
 
@@ -333,7 +336,7 @@ def waiting_for(raw: Sequence[tuple], filt: FrameFilter, phase: Optional[str]) -
     if location is not None:
         return f"in the step, at {location.path}:{location.line} in {location.function}"
     for filename, line, function in raw:
-        if filt.is_harness(filename):
+        if filt.is_harness(filename) and function not in PASS_THROUGH:
             if function == "agree":
                 return f"waiting for every rank to finish {phase or 'the phase'} (the probe's exchange)"
             base = filename.rsplit("/", 1)[-1]

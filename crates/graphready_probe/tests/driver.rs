@@ -154,7 +154,9 @@ fn a_timeout_names_the_line_the_harness_was_stuck_at() {
     let event = &capture.events[0];
     assert_eq!(event.kind, "hang");
     assert_eq!(event.location.as_ref().unwrap().line, 40);
-    assert!(event.message.starts_with("in the step, at /work/model.py:40"));
+    assert!(event
+        .message
+        .starts_with("in the step, at /work/model.py:40"));
     assert!(report.buckets[0].ranks.is_empty() && report.distributed.is_none());
 }
 
