@@ -4,7 +4,9 @@
 #   scripts/gpu-tests.sh            # there, from the repository root, with .gpu-bin/ carried along
 # Parts: the ue8m0 kernels (bit-exactness, capture/replay, deferred validation, benchmark) and
 # the probe (examples per hazard, clean programs, MoE buckets, the UE8M0 controls, stateful decode
-# steps, row isolation, and real models from transformers when it is installed).
+# steps, row isolation, real models from transformers when it is installed, and tensor-parallel
+# steps on several ranks: two NCCL ranks when two GPUs are present, skipped with the reason when
+# not).
 # Exit status: 0 when every part passed.
 set -u -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

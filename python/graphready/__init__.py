@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Optional
 
 from .target import ProbeTarget
 
@@ -33,16 +33,31 @@ class ProbeEnvironmentError(RuntimeError):
     """No torch, no CUDA device: the probe cannot run here."""
 
 
-def probe(factory: Callable, buckets: Iterable[int] = (1,)) -> list:
-    """Run every phase in this process for each bucket; returns the phase results (dicts)."""
+def probe(
+    factory: Callable,
+    buckets: Iterable[int] = (1,),
+    *,
+    nproc_per_node: Optional[int] = None,
+    backend: str = "nccl",
+    timeout: float = 600.0,
+    hang_timeout: float = 120.0,
+) -> list:
+    """Run every phase for each bucket; returns the phase results (dicts).
+
+    In this process by default. With `nproc_per_node=N`, in N ranks (child processes, one GPU
+    each, torch.distributed initialised before the factory is called): `factory` must then be
+    importable by name (a module-level function, or a `"path/to/file.py:factory"` string), and
+    each result carries its `rank`; a rank that hangs is stopped by the watchdog (`launch.py`)."""
+    if nproc_per_node is not None:
+        return _probe_ranks(factory, buckets, nproc_per_node, backend, timeout, hang_timeout)
     try:
         import torch
     except ImportError as exc:
         raise ProbeEnvironmentError(f"PyTorch is not importable: {exc}") from exc
     if not torch.cuda.is_available():
         raise ProbeEnvironmentError("no CUDA device is available")
+    from .bucket import run_bucket
     from .frames import FrameFilter
-    from .phases import run_bucket
     from .protocol import Collector
     from .watch import CaptureStatus
 
@@ -54,12 +69,24 @@ def probe(factory: Callable, buckets: Iterable[int] = (1,)) -> list:
     return collector.phases()
 
 
-def assert_capturable(factory: Callable, buckets: Iterable[int] = (1,)) -> list:
+def _probe_ranks(factory, buckets, nproc_per_node, backend, timeout, hang_timeout) -> list:
+    from .launch import LaunchError, launch, rank_phases, target_of
+
+    buckets = [int(b) for b in buckets]
+    try:
+        runs = launch(target_of(factory), buckets, int(nproc_per_node), backend=backend, timeout=timeout, hang_timeout=hang_timeout)
+    except LaunchError as exc:
+        raise ProbeEnvironmentError(str(exc)) from exc
+    return [phase for run in runs for phase in rank_phases(run, buckets)]
+
+
+def assert_capturable(factory: Callable, buckets: Iterable[int] = (1,), **options) -> list:
     """Raise `NotCapturable` with the summary unless every bucket captures, replays bit-exactly
-    (also after new inputs) and never synchronises. Returns the phase results otherwise."""
+    (also after new inputs) and never synchronises — on every rank with `nproc_per_node=N`.
+    Returns the phase results otherwise. `options` are those of `probe`."""
     from .summary import is_ready, render
 
-    phases = probe(factory, buckets)
+    phases = probe(factory, buckets, **options)
     if not is_ready(phases):
         raise NotCapturable(render(phases), phases)
     return phases

@@ -15,8 +15,10 @@ CAPTURE_BREAK = "capture_break"  # the operation that broke stream capture
 UNINITIALIZED = "uninitialized"  # a torch.empty-family buffer left (partly) unwritten
 ALLOCATION = "allocation"  # a tensor factory call in the step (fresh allocation per step)
 ERROR = "error"  # user code raised
+HOST_COLLECTIVE = "host_collective"  # torch.distributed's object collectives and barriers in the step
+HANG = "hang"  # a rank stopped progressing (written by the driver from the rank's hang report)
 
-KINDS = (SYNC, PAGEABLE_COPY, RUNTIME_SYNC, RUNTIME_ALLOC, CAPTURE_BREAK, UNINITIALIZED, ALLOCATION, ERROR)
+KINDS = (SYNC, PAGEABLE_COPY, RUNTIME_SYNC, RUNTIME_ALLOC, CAPTURE_BREAK, UNINITIALIZED, ALLOCATION, ERROR, HOST_COLLECTIVE, HANG)
 
 
 def _place(frame) -> tuple:

@@ -38,6 +38,9 @@ DISPATCH_PLUMBING = (
 )
 # More frames than this are cut (deep recursion); the innermost ones are kept.
 MAX_FRAMES = 256
+# The probe's wrappers around torch's own functions (sync APIs, torch.distributed's
+# collectives) sit between the user's call and torch's frames: a stack goes through them.
+PASS_THROUGH = ("_graphready_sync_api", "_graphready_collective")
 
 USER = "user"
 LIBRARY = "library"
@@ -169,7 +172,8 @@ def select_frames(raw: Iterable[tuple[str, int, str]], filt: FrameFilter, limit:
 
     Leading harness frames (the probe's own hooks) and dispatch plumbing are skipped; the stack
     ends at the first harness frame after that (the harness's call into the step: everything
-    further out is the harness's own)."""
+    further out is the harness's own), except the wrappers of `PASS_THROUGH`, which are left
+    out."""
     out: list[Frame] = []
     started = False
     for filename, line, function in raw:
@@ -179,6 +183,8 @@ def select_frames(raw: Iterable[tuple[str, int, str]], filt: FrameFilter, limit:
                 continue
             started = True
         if scope == HARNESS:
+            if function in PASS_THROUGH:
+                continue
             break
         out.append(Frame(filt.real(filename), int(line), function, scope))
         if len(out) >= limit:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import time
-import traceback
 import warnings
 from typing import Optional, Sequence
 
@@ -16,8 +15,8 @@ import torch
 
 from . import events as ev
 from . import rows as rw
-from .frames import FrameFilter, earliest_exception, has_code_frame, pick_location, traceback_stack
-from .protocol import POISONING_PHASES
+from .frames import earliest_exception, has_code_frame, live_stack, pick_location, traceback_stack
+from .ranks import HOST_COLLECTIVES, host_collective_message
 from .runs import (
     SEED,
     Context,
@@ -41,7 +40,6 @@ from .statewatch import AllocationHistory, discover_state
 from .target import call_factory
 from .verdicts import not_reproducible, replay_verdict, uninitialized_verdict
 from .watch import (
-    CaptureStatus,
     CaptureWatch,
     Coverage,
     EmptyTracker,
@@ -123,10 +121,19 @@ def phase_sync_scan(ctx: Context, result: dict, trace: Sequence[str] = ()) -> No
     coverage = Coverage(ctx.filt, trace)
     prepare(ctx, ctx.saved)
     torch.cuda.synchronize()
+
+    def host_collective(name: str) -> None:
+        if name in HOST_COLLECTIVES:
+            log.add(ev.HOST_COLLECTIVE, f"torch.distributed.{name}", live_stack(ctx.filt), host_collective_message(name))
+
+    if ctx.activity is not None:
+        ctx.activity.listener = host_collective
     try:
         with capturing_as_in_a_graph(), coverage.active(), scan.active():
             ctx.target.step(*ctx.target.inputs)
     finally:
+        if ctx.activity is not None:
+            ctx.activity.listener = None
         result["coverage"] = coverage.to_json()
         result["details"] = {"sync_warnings_outside_the_step": scan.ignored}
     torch.cuda.synchronize()
@@ -134,7 +141,10 @@ def phase_sync_scan(ctx: Context, result: dict, trace: Sequence[str] = ()) -> No
         result["status"] = "fail"
         syncs = [e for e in log.events() if e["kind"] == ev.SYNC]
         copies = [e for e in log.events() if e["kind"] == ev.PAGEABLE_COPY]
+        hosts = [e for e in log.events() if e["kind"] == ev.HOST_COLLECTIVE]
         parts = []
+        if hosts:
+            parts.append(f"{sum(e['count'] for e in hosts)} host collective(s) at {len(hosts)} place(s)")
         if syncs:
             parts.append(f"{sum(e['count'] for e in syncs)} host synchronisation(s) at {len(syncs)} place(s)")
         if copies:
@@ -503,95 +513,3 @@ PHASE_TABLE = (
     ("uninitialized", phase_uninitialized, ("setup",)),
     ("timing", phase_timing, ("setup",)),
 )
-# Phases a re-run needs before the phase it starts from.
-RERUN_PREREQUISITES = ("setup", "warmup", "capture")
-
-
-def run_bucket(
-    emitter,
-    factory,
-    bucket: int,
-    filt: FrameFilter,
-    status: CaptureStatus,
-    start: Optional[str] = None,
-    trace: Sequence[str] = (),
-) -> list[dict]:
-    """Every phase of one bucket. `start`: a re-run after a device assert in that (poisoning)
-    phase: only the prerequisites and the phases from `start` on run, and `start` itself runs
-    without poisoning."""
-    ctx = Context(bucket=bucket, factory=factory, filt=filt, status=status, unpoisoned=start)
-    names = [name for name, _, _ in PHASE_TABLE]
-    first = names.index(start) if start in names else 0
-    results = []
-    try:
-        for index, (name, fn, requires) in enumerate(PHASE_TABLE):
-            emitter.send("phase_start", bucket=bucket, phase=name)
-            if index < first and name not in RERUN_PREREQUISITES:
-                result = {"status": "skipped", "message": f"not re-run (the re-run starts at {start})", "events": []}
-            else:
-                result = _run_phase(ctx, name, fn, requires, trace)
-            ctx.outcomes[name] = result["status"]
-            emitter.send("phase", bucket=bucket, phase=name, **result)
-            results.append(result)
-    finally:
-        if ctx.history is not None:
-            ctx.history.stop()
-    emitter.send("done", bucket=bucket)
-    return results
-
-
-def _run_phase(ctx: Context, name: str, fn, requires, trace: Sequence[str]) -> dict:
-    result: dict = {"status": "pass", "message": None, "events": []}
-    if ctx.poisoned:
-        result.update(status="skipped", message=f"the CUDA context is unusable after {ctx.poisoned}")
-        return result
-    unmet = [r for r in requires if ctx.outcomes.get(r) != "pass"]
-    if unmet:
-        result.update(status="skipped", message=f"needs {', '.join(unmet)} to pass")
-        return result
-    started = time.perf_counter()
-    try:
-        if fn is phase_sync_scan:
-            fn(ctx, result, trace)
-        else:
-            fn(ctx, result)
-        # A device assert is reported asynchronously: surface it in the phase that caused it.
-        torch.cuda.synchronize()
-    except Exception as exc:  # noqa: BLE001 - every failure is recorded, never lost
-        _record_error(ctx, name, result, exc)
-    log = result.pop("_log", None)
-    if log is not None:
-        result["events"] = log.events() + result["events"]
-    result["seconds"] = time.perf_counter() - started
-    return result
-
-
-def _record_error(ctx: Context, name: str, result: dict, exc: BaseException) -> None:
-    if isinstance(exc, PhaseFailed):
-        result.update(status="error", message=str(exc))
-        return
-    stack = traceback_stack(exc.__traceback__, ctx.filt)
-    text = f"{type(exc).__name__}: {exc}".strip()
-    log = result.get("_log") or ev.EventLog()
-    result["_log"] = log
-    log.add(ev.ERROR, type(exc).__name__, stack, text.splitlines()[0][:500])
-    result.update(status="error", message=text.splitlines()[0][:500])
-    result["traceback"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
-    try:
-        torch.cuda.synchronize()
-    except Exception as sticky:  # noqa: BLE001 - a device assert poisons the context
-        ctx.poisoned = f"{name} ({str(sticky).splitlines()[0][:200]})"
-        result["context_lost"] = True
-        poisoning = name in POISONING_PHASES and ctx.poisons(name)
-        result["poisoning"] = poisoning
-        if poisoning:
-            result["message"] += (
-                "; the CUDA context is now unusable; this phase poisons memory on purpose, so the"
-                " probe re-runs it without poisoning to tell whether the poison or the step caused it"
-            )
-        else:
-            result["message"] += (
-                "; the CUDA context is now unusable: the step itself triggered it (nothing was"
-                " poisoned in this phase; CUDA_LAUNCH_BLOCKING=1 ties it to its line)"
-            )
-

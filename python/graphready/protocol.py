@@ -3,12 +3,18 @@
 One JSON object per line on a private file descriptor (the harness moves the user's stdout to
 stderr, so a stray `print` never corrupts the stream). Every message has a `type`:
 
-- `hello`       first line: `protocol`, `harness`, `python`, `executable`
-- `environment` after torch and CUDA were found: `torch`, `cuda`, `device`, `capability`
-- `env_error`   the run cannot start: `kind` (`no_torch`, `no_cuda`, `bad_target`, `bad_args`), `message`
+- `hello`       first line: `protocol`, `harness`, `python`, `executable`; `rank`, `world_size`
+                with several ranks
+- `environment` after torch and CUDA were found: `torch`, `cuda`, `device`, `capability`;
+                `distributed` (`backend`, `rank`, `world_size`, `local_rank`, `device`)
+- `env_error`   the run cannot start: `kind` (`no_torch`, `no_cuda`, `bad_target`, `bad_args`,
+                `too_few_gpus`, `dist_init`), `message`
 - `phase_start` `bucket`, `phase`: sent before user code runs, so a crash names the phase that died
-- `phase`       `bucket`, `phase`, `status` and the phase's results (see `PhaseResult`)
+- `phase`       `bucket`, `phase`, `status` and the phase's results (see `PhaseResult`); with
+                several ranks, `collectives` (name -> calls in this phase)
 - `done`        `bucket`: the bucket finished normally
+- `hang_report` the answer to `dump` on stdin (`watchdog.py`): `bucket`, `phase`, `waiting`,
+                `location`, `stack`, `last_collective`, `collectives`
 
 The driver treats a `phase_start` without its `phase` as the phase that crashed or timed out.
 A phase that lost the CUDA context (a device assert) says `context_lost`; when it is one of the
@@ -17,15 +23,18 @@ A phase that lost the CUDA context (a device assert) says `context_lost`; when i
 
 Version 2: event stacks hold every frame (with its `scope`), phases `row_isolation`, status
 `inconclusive`, results `state`, `graph`, `rows`.
+Version 3: several ranks (`rank`, `world_size`, `distributed`, `collectives`), `hang_report`,
+event kind `host_collective`, env_error kinds `too_few_gpus` and `dist_init`.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import threading
 from typing import IO, Any, Callable
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 HARNESS_VERSION = "0.1.0"
 
 PHASES = (
@@ -72,10 +81,14 @@ class Emitter:
 
     def __init__(self, stream: IO[str]):
         self._stream = stream
+        # The watchdog thread writes too.
+        self._lock = threading.Lock()
 
     def send(self, message_type: str, **fields: Any) -> None:
-        self._stream.write(encode(message_type, **fields) + "\n")
-        self._stream.flush()
+        line = encode(message_type, **fields) + "\n"
+        with self._lock:
+            self._stream.write(line)
+            self._stream.flush()
 
 
 class Collector:

@@ -40,6 +40,11 @@ class Context:
     static_out: Any = None
     outcomes: dict = field(default_factory=dict)
     poisoned: Optional[str] = None
+    # Several ranks: this rank's `dist.Group`; each phase's statuses, one per rank (one alone
+    # without a group); what the rank is doing (`ranks.Activity`).
+    group: Any = None
+    by_rank: dict = field(default_factory=dict)
+    activity: Any = None
 
     def poisons(self, phase: str) -> bool:
         """Whether `phase` fills memory or pad rows with poison in this run."""

@@ -7,18 +7,28 @@ from typing import Iterable, Optional
 from .state import format_bytes
 
 BLOCKING = ("sync_scan", "capture", "replay")
+# Statuses that keep a bucket from being ready wherever they appear (the last three are written
+# by a launcher for a rank that died, hung or was stopped).
+FAILURES = ("fail", "crashed", "timed_out", "hung", "stopped")
 
 
 def bucket_ready(phases: Iterable[dict]) -> bool:
     by_name = {p["phase"]: p for p in phases}
     if any(by_name.get(name, {}).get("status") != "pass" for name in BLOCKING):
         return False
-    return all(p.get("status") != "fail" for p in by_name.values())
+    return all(p.get("status") not in FAILURES for p in by_name.values())
+
+
+def _groups(phases: list[dict]) -> list[tuple]:
+    """(rank, bucket) pairs in order; rank is None for a single process."""
+    return sorted({(p.get("rank"), p["bucket"]) for p in phases}, key=lambda k: (k[0] if k[0] is not None else -1, k[1]))
 
 
 def is_ready(phases: list[dict]) -> bool:
-    buckets = sorted({p["bucket"] for p in phases})
-    return bool(buckets) and all(bucket_ready(p for p in phases if p["bucket"] == b) for b in buckets)
+    groups = _groups(phases)
+    return bool(groups) and all(
+        bucket_ready(p for p in phases if p.get("rank") == rank and p["bucket"] == b) for rank, b in groups
+    )
 
 
 def _frame(frame: Optional[dict]) -> str:
@@ -50,9 +60,9 @@ def _details(p: dict) -> str:
 
 def render(phases: list[dict]) -> str:
     lines = []
-    for bucket in sorted({p["bucket"] for p in phases}):
-        lines.append(f"bucket {bucket}:")
-        for p in (p for p in phases if p["bucket"] == bucket):
+    for rank, bucket in _groups(phases):
+        lines.append(f"bucket {bucket}:" if rank is None else f"bucket {bucket}, rank {rank}:")
+        for p in (p for p in phases if p.get("rank") == rank and p["bucket"] == bucket):
             head = f"  {p['phase']:<14} {p['status'].upper():<7}" + _details(p)
             if p.get("message"):
                 head += f" {p['message']}"

@@ -123,12 +123,13 @@ def patched_sync_apis(on_call: Callable[[str], Optional[contextlib.AbstractConte
         if original is None:
             continue
 
-        def wrapper(*args, __original=original, __what=what, **kwargs):
+        # Named in frames.PASS_THROUGH: a stack through it goes on to the user's frame.
+        def _graphready_sync_api(*args, __original=original, __what=what, **kwargs):
             with on_call(__what) or contextlib.nullcontext():
                 return __original(*args, **kwargs)
 
         saved.append((owner, attr, original))
-        setattr(owner, attr, wrapper)
+        setattr(owner, attr, _graphready_sync_api)
     try:
         yield
     finally:

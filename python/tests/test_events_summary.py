@@ -64,3 +64,17 @@ def test_render_names_the_line_and_the_verdict():
     assert "capture_break: aten::_local_scalar_dense at /m.py:12 in step: invalidated the capture" in text
     assert "speedup 8.00x" in text
     assert text.endswith("graph NOT ready: every bucket must capture, replay bit-exactly and never synchronise")
+
+
+def test_every_rank_must_be_ready_and_a_hung_rank_never_is():
+    """Issue 15: results of several ranks carry `rank`; each rank is judged on its own."""
+    ranks = [dict(p, rank=r) for r in (0, 1) for p in clean(1)]
+    assert is_ready(ranks)
+    hung = ranks + [phase(1, "timing", "hung", rank=1)]
+    assert not is_ready(hung)
+    text = render(hung)
+    assert "bucket 1, rank 0:" in text and "bucket 1, rank 1:" in text
+    assert "timing         HUNG" in text
+    differ = [dict(p, status="fail") if (p["rank"], p["phase"]) == (1, "replay") else p for p in ranks]
+    assert not is_ready(differ)
+    assert bucket_ready(p for p in differ if p["rank"] == 0)

@@ -87,6 +87,24 @@ def test_select_frames_keeps_every_frame_between_the_operation_and_the_harness(t
     assert len(select_frames(raw, filt, limit=2)) == 2
 
 
+def test_issue_15_the_probe_s_wrappers_around_torch_functions_are_passed_through(tmp_path):
+    """A sync inside all_gather_object, or a rank stuck in it, is reached through the probe's
+    collective wrapper: the stack goes on to the user's line."""
+    filt, site, _, harness = make_filter(tmp_path)
+    raw = [
+        (str(site / "torch" / "distributed" / "distributed_c10d.py"), 3100, "all_gather_object"),
+        (str(harness / "ranks.py"), 230, "_graphready_collective"),
+        (str(tmp_path / "tp.py"), 30, "step"),
+        (str(harness / "phases.py"), 90, "phase_sync_scan"),
+    ]
+    frames = select_frames(raw, filt)
+    assert [(os.path.basename(f.path), f.line) for f in frames] == [("distributed_c10d.py", 3100), ("tp.py", 30)]
+    assert pick_location(frames).line == 30
+    # Any other harness frame still ends the stack.
+    raw[1] = (str(harness / "ranks.py"), 230, "record")
+    assert [f.line for f in select_frames(raw, filt)] == [3100]
+
+
 def test_location_is_the_users_frame_else_the_innermost_library_frame():
     torch_frame = Frame("/site-packages/torch/nn/modules/transformer.py", 512, "forward", FRAMEWORK)
     library = Frame("/site-packages/transformers/moe.py", 79, "forward", LIBRARY)

@@ -51,3 +51,37 @@ def test_phase_table_follows_the_protocol_order():
     source = open(os.path.join(REPO, "python/graphready/phases.py")).read()
     table = re.search(r"^PHASE_TABLE = \((.*?)^\)", source, re.S | re.M).group(1)
     assert tuple(re.findall(r'\("(\w+)", phase_\1,', table)) == PHASES
+
+
+def test_rank_constants_match_the_rust_driver():
+    """Issue 15: the torchrun environment, multicast off, backends and the dump request."""
+    from graphready.ranks import BACKENDS, NVLS_OFF, RANK_ENV
+    from graphready.watchdog import DUMP
+
+    source = open(os.path.join(REPO, "crates/graphready_probe/src/protocol.rs")).read()
+
+    def strings(name):
+        block = re.search(rf"pub const {name}: &\[[^=]*= &\[(.*?)\];", source, re.S).group(1)
+        return re.findall(r'"([^"]*)"', block)
+
+    assert tuple(strings("RANK_ENV")) == RANK_ENV
+    assert tuple(strings("BACKENDS")) == BACKENDS
+    flat = strings("NVLS_OFF")
+    assert tuple(zip(flat[::2], flat[1::2])) == NVLS_OFF
+    assert re.search(r'pub const DUMP_REQUEST: &str = "(\w+)";', source).group(1) == DUMP
+
+
+def test_event_kinds_are_known_to_the_rust_report():
+    from graphready.events import KINDS
+
+    report = open(os.path.join(REPO, "crates/graphready_probe/src/report.rs")).read()
+    for kind in KINDS:
+        assert f"`{kind}`" in report, kind
+
+
+def test_pass_through_wrappers_match_the_rust_driver():
+    from graphready.frames import PASS_THROUGH
+
+    source = open(os.path.join(REPO, "crates/graphready_probe/src/crash.rs")).read()
+    block = re.search(r"pub const PASS_THROUGH: &\[&str\] = &\[(.*?)\];", source, re.S).group(1)
+    assert tuple(re.findall(r'"(\w+)"', block)) == PASS_THROUGH

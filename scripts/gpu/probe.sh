@@ -6,7 +6,8 @@
 # 1. pytest python/tests: unit tests plus the GPU acceptance tests (every `# expect:` marker in
 #    examples/probe names the right line in the right phase; clean programs replay bit-exactly).
 # 2. `graphready probe` on every example: the hazard programs in parallel, then the clean ones one
-#    at a time (their latencies, graph memory and capture times are reported). Uses
+#    at a time (their latencies, graph memory and capture times are reported), then the
+#    tensor-parallel ones on several ranks (two NCCL ranks when two GPUs are present). Uses
 #    .gpu-bin/graphready when present (the release binary built elsewhere), else drives the Python
 #    harness directly. The real-model examples (transformers) run when transformers is installed,
 #    and are listed as skipped, with the reason, when it is not.
@@ -165,6 +166,43 @@ if [ -x "$BIN" ]; then
   cli_case "no CUDA device" 2 env CUDA_VISIBLE_DEVICES= "$BIN" probe examples/probe/item.py:factory
   cli_case "bad TARGET" 2 "$BIN" probe examples/probe/item.py:no_such_factory
   cli_case "no interpreter" 2 "$BIN" probe examples/probe/item.py:factory --python /nonexistent/python3
+fi
+
+# Issue 15: several ranks (tensor-parallel steps). Two NCCL ranks need two GPUs and are skipped,
+# with the reason, on fewer; one GPU still runs one NCCL rank, two gloo ranks sharing it (the
+# hang), and more NCCL ranks than GPUs (exit 2).
+GPUS=$(python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
+rank_case() {  # label expected-exit log-name probe-args...
+  local label=$1 expect=$2 name=$3 code verdict
+  shift 3
+  echo
+  echo "== $label: graphready probe $*"
+  "$BIN" probe "$@" --output "$OUT_DIR/$name.json" > "$LOGS/$name.log" 2>&1
+  code=$?
+  cat "$LOGS/$name.log"
+  if [ "$code" = "$expect" ]; then verdict=ok; else verdict=UNEXPECTED; status=1; fi
+  echo "-> exit $code"
+  SUMMARY+=("$(printf '%-18s exit %-3s (expected %s) %s' "$name" "$code" "$expect" "$verdict")")
+}
+if [ -x "$BIN" ]; then
+  TP=examples/probe
+  if [ "$GPUS" -ge 2 ]; then
+    rank_case "TP MLP, all_reduce in the graph, 2 NCCL ranks" 0 tp_mlp_x2 "$TP/tp_mlp.py:factory" --nproc-per-node 2 --buckets 1,4 --timeout 300
+    expect_in "latency per rank" tp_mlp_x2 "bucket +4 rank 1: eager .* replay .* speedup"
+    rank_case "all_gather_object in the step, 2 ranks" 1 tp_ago_x2 "$TP/tp_all_gather_object.py:factory" --nproc-per-node 2 --timeout 300
+    expect_in "host collective at its line" tp_ago_x2 "host_collective: torch.distributed.all_gather_object at .*tp_all_gather_object.py:[0-9]+"
+    rank_case ".item() feeding all_reduce, 2 ranks" 1 tp_item_x2 "$TP/tp_item_all_reduce.py:factory" --nproc-per-node 2 --timeout 300
+    rank_case "all_reduce on rank 0 only, 2 NCCL ranks" 1 tp_hang_x2 "$TP/tp_rank0_all_reduce.py:factory" --nproc-per-node 2 --hang-timeout 30 --timeout 240
+    expect_in "hang diagnosed, group killed" tp_hang_x2 "HANG after .*rank 0 stayed in warmup"
+    expect_in "rank 0's last collective" tp_hang_x2 "last collective: all_reduce #[0-9]+ in warmup at .*tp_rank0_all_reduce.py:[0-9]+"
+  else
+    SKIPPED+=("$(printf '%-18s skipped: 2 NCCL ranks need 2 GPUs, found %s' "tp_*_x2" "$GPUS")")
+  fi
+  rank_case "TP MLP, 1 NCCL rank" 0 tp_mlp_x1 "$TP/tp_mlp.py:factory" --nproc-per-node 1 --buckets 1,4 --timeout 300
+  rank_case "all_gather_object, 1 rank" 1 tp_ago_x1 "$TP/tp_all_gather_object.py:factory" --nproc-per-node 1 --timeout 300
+  rank_case "all_reduce on rank 0 only, 2 gloo ranks" 1 tp_hang_gloo "$TP/tp_rank0_all_reduce.py:factory" --nproc-per-node 2 --dist-backend gloo --hang-timeout 20 --timeout 180
+  expect_in "host-side hang at the line" tp_hang_gloo "rank 0: HUNG in warmup; in the step, at .*tp_rank0_all_reduce.py:[0-9]+"
+  rank_case "more NCCL ranks than GPUs" 2 tp_too_many "$TP/tp_mlp.py:factory" --nproc-per-node $((GPUS + 1)) --timeout 120
 fi
 
 echo

@@ -123,6 +123,25 @@ pub enum FramesArg {
     All,
 }
 
+/// The torch.distributed backend of the ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum DistBackend {
+    /// NCCL: one GPU per rank; its collectives can be captured.
+    #[default]
+    Nccl,
+    /// gloo: collectives on the host; ranks may share a GPU.
+    Gloo,
+}
+
+impl DistBackend {
+    pub fn name(self) -> &'static str {
+        match self {
+            DistBackend::Nccl => "nccl",
+            DistBackend::Gloo => "gloo",
+        }
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub struct ProbeArgs {
     /// `path/to/file.py:factory` or `package.module:factory`; the factory takes the bucket
@@ -150,4 +169,16 @@ pub struct ProbeArgs {
     /// Frames shown per event in the text.
     #[arg(long, value_enum, default_value_t = FramesArg::User)]
     pub frames: FramesArg,
+    /// Run N ranks on this host (one GPU each), with torch.distributed initialised before the
+    /// factory is called; every phase runs on every rank.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub nproc_per_node: Option<u32>,
+    /// With --nproc-per-node: a rank that stays in a phase this long after another rank
+    /// finished it is hung; the group is stopped and the report written (at most --timeout).
+    #[arg(long, value_name = "SECS", default_value_t = 120, requires = "nproc_per_node",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub hang_timeout: u64,
+    /// With --nproc-per-node: the ranks' backend.
+    #[arg(long, value_enum, default_value_t = DistBackend::Nccl, requires = "nproc_per_node")]
+    pub dist_backend: DistBackend,
 }

@@ -1,25 +1,20 @@
-//! Runs the harness in a child process per bucket, with a time limit, and assembles the report
-//! from the protocol lines that arrived — also when the child crashed or was killed.
+//! Runs the harness in a child process per bucket — or, with `--nproc-per-node N`, in N child
+//! processes, one per rank — with a time limit and a watchdog (`group.rs`), and assembles the
+//! report from the protocol lines that arrived: also when a child crashed, hung or was killed.
 
-use crate::crash::crash_event;
-use crate::protocol::{Message, PHASES, PROTOCOL_VERSION};
-use crate::report::{
-    BucketReport, Environment, GraphTotals, Outcome, PhaseResult, PhaseStatus, RuntimeReport,
+use crate::group::{run_group, GroupRun, Member};
+use crate::protocol::{NVLS_OFF, PROTOCOL_VERSION};
+use crate::ranks::{
+    describe_stop, merge_outcome, merge_phases, Distributed, GroupStop, RankReport,
 };
-use crate::rerun::{merge_rerun, needs_rerun};
+use crate::report::{BucketReport, Environment, GraphTotals, RuntimeReport};
+use crate::rerun::{merge_rerun, needs_rerun, take_later_phases};
+use crate::stream::Finished;
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
-use std::thread;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// How much of the child's stderr is kept for messages and the report.
-const STDERR_TAIL_BYTES: usize = 16 * 1024;
-/// How often a waiting driver checks whether the child is still alive.
-const POLL: Duration = Duration::from_millis(200);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
@@ -48,11 +43,13 @@ pub enum ProbeError {
     Protocol { line: String, error: String },
     #[error("no buckets to probe")]
     NoBuckets,
+    #[error("{0}")]
+    Options(String),
     #[error("I/O error while running the probe harness: {0}")]
     Io(#[from] std::io::Error),
 }
 
-fn stderr_suffix(stderr: &str) -> String {
+pub(crate) fn stderr_suffix(stderr: &str) -> String {
     let tail = stderr.trim();
     if tail.is_empty() {
         String::new()
@@ -114,16 +111,28 @@ impl Launcher {
         }
     }
 
-    fn command(&self, target: &str, bucket: u32, extra: &[OsString]) -> Command {
+    pub(crate) fn command(
+        &self,
+        target: &str,
+        bucket: u32,
+        extra: &[OsString],
+        member_env: &[(OsString, OsString)],
+    ) -> Command {
         let mut command = Command::new(&self.program);
         command
             .args(&self.args)
             .args(["--target", target, "--bucket", &bucket.to_string()])
             .args(extra)
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         for (key, value) in &self.env {
+            command.env(key, value);
+        }
+        for (key, value) in NVLS_OFF {
+            command.env(key, value);
+        }
+        for (key, value) in member_env {
             command.env(key, value);
         }
         if let Some(dir) = &self.current_dir {
@@ -148,7 +157,17 @@ pub struct ProbeOptions {
     /// Paths whose executed lines are recorded too (the `--check` paths, library code
     /// included), for the static correlation.
     pub trace: Vec<PathBuf>,
+    /// Several ranks on this host (torchrun's `--nproc-per-node`); `None`: one process, no
+    /// torch.distributed.
+    pub nproc_per_node: Option<u32>,
+    /// The ranks' torch.distributed backend: `nccl` (one GPU per rank) or `gloo`.
+    pub backend: String,
+    /// A rank that stays in a phase this long after another rank finished it is hung.
+    pub hang_timeout: Duration,
 }
+
+/// The default of `ProbeOptions::hang_timeout`.
+pub const DEFAULT_HANG_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl ProbeOptions {
     pub fn new(target: impl Into<String>, buckets: Vec<u32>, timeout: Duration) -> Self {
@@ -157,7 +176,16 @@ impl ProbeOptions {
             buckets,
             timeout,
             trace: Vec::new(),
+            nproc_per_node: None,
+            backend: "nccl".into(),
+            hang_timeout: DEFAULT_HANG_TIMEOUT,
         }
+    }
+
+    /// `n` ranks on this host.
+    pub fn with_ranks(mut self, n: u32) -> Self {
+        self.nproc_per_node = Some(n);
+        self
     }
 }
 
@@ -171,6 +199,8 @@ pub struct Progress<'a> {
     pub phase: &'a str,
     /// A re-run without poisoning after a device assert.
     pub rerun: bool,
+    /// The ranks of the group (1 without `--nproc-per-node`); the phase is rank 0's.
+    pub ranks: u32,
     /// Since the probe started.
     pub elapsed: Duration,
 }
@@ -192,9 +222,18 @@ pub fn run_probe_with_progress(
     if options.buckets.is_empty() {
         return Err(ProbeError::NoBuckets);
     }
+    if options.nproc_per_node == Some(0) {
+        return Err(ProbeError::Options(
+            "--nproc-per-node must be at least 1".into(),
+        ));
+    }
     let mut report = RuntimeReport {
         protocol: PROTOCOL_VERSION,
         target: options.target.clone(),
+        distributed: options.nproc_per_node.map(|n| Distributed {
+            world_size: n,
+            backend: options.backend.clone(),
+        }),
         harness: None,
         python: None,
         environment: None,
@@ -202,10 +241,20 @@ pub fn run_probe_with_progress(
         graph_totals: None,
     };
     let started = Instant::now();
-    let mut trace: Vec<OsString> = Vec::new();
+    let mut base: Vec<OsString> = vec!["--watchdog".into()];
     for path in &options.trace {
-        trace.push("--trace".into());
-        trace.push(path.as_os_str().to_owned());
+        base.push("--trace".into());
+        base.push(path.as_os_str().to_owned());
+    }
+    if options.nproc_per_node.is_some() {
+        // NCCL's own timeout outlasts the watchdog's, which reports the hang first.
+        let dist_timeout = options.timeout.as_secs() + 60;
+        base.extend([
+            "--distributed".into(),
+            OsString::from(&options.backend),
+            "--dist-timeout".into(),
+            dist_timeout.to_string().into(),
+        ]);
     }
     for (index, &bucket) in options.buckets.iter().enumerate() {
         let mut tell = |phase: &str, rerun: bool| {
@@ -215,38 +264,59 @@ pub fn run_probe_with_progress(
                 buckets: options.buckets.len(),
                 phase,
                 rerun,
+                ranks: options.nproc_per_node.unwrap_or(1),
                 elapsed: started.elapsed(),
             });
         };
-        let run = run_bucket(launcher, options, bucket, &trace, &mut |p| tell(p, false))?;
+        let run = run_bucket(launcher, options, bucket, &base, &mut |p| tell(p, false))?;
         report.harness = report.harness.or(run.harness);
         report.python = report.python.or(run.python);
         report.environment = report.environment.or(run.environment);
-        let mut bucket_report = run.bucket;
+        let mut members = run.members;
+        let mut group_stop = run.stop;
         // A device assert while poisoning: re-run that phase without poisoning (each poisoning
-        // phase at most once) to tell whether the poison or the step caused it.
-        while let Some(phase) = needs_rerun(&bucket_report) {
-            let mut extra = trace.clone();
+        // phase at most once) to tell whether the poison or the step caused it. With several
+        // ranks, the whole group is re-run and each rank merged with its own re-run.
+        while let Some(phase) = members.iter().find_map(|m| needs_rerun(&m.bucket)) {
+            let mut extra = base.clone();
             extra.extend(["--rerun-from".into(), OsString::from(&phase)]);
             let rerun = run_bucket(launcher, options, bucket, &extra, &mut |p| tell(p, true))?;
-            merge_rerun(&mut bucket_report, &phase, rerun.bucket);
+            for (member, again) in members.iter_mut().zip(rerun.members) {
+                if needs_rerun(&member.bucket).as_deref() == Some(phase.as_str()) {
+                    merge_rerun(&mut member.bucket, &phase, again.bucket);
+                } else {
+                    take_later_phases(&mut member.bucket, &phase, again.bucket);
+                }
+                if again.hang.is_some() {
+                    member.hang = again.hang;
+                }
+            }
+            group_stop = group_stop.or(rerun.stop);
         }
-        report.buckets.push(bucket_report);
+        report.buckets.push(match options.nproc_per_node {
+            None => members.remove(0).bucket,
+            Some(_) => grouped(bucket, members, group_stop),
+        });
     }
     report.graph_totals = GraphTotals::over(&report.buckets);
     Ok(report)
 }
 
-struct BucketRun {
+/// One process's results, as a bucket of its own (so a re-run merges the same way for one
+/// rank as for one process).
+struct MemberReport {
+    rank: u32,
     bucket: BucketReport,
+    device: Option<String>,
+    hang: Option<crate::ranks::HangReport>,
+}
+
+struct BucketRun {
+    members: Vec<MemberReport>,
+    stop: Option<GroupStop>,
     harness: Option<String>,
     python: Option<String>,
     environment: Option<Environment>,
-}
-
-enum Ending {
-    Exited(ExitStatus),
-    TimedOut,
 }
 
 fn run_bucket(
@@ -256,316 +326,119 @@ fn run_bucket(
     extra: &[OsString],
     progress: &mut dyn FnMut(&str),
 ) -> Result<BucketRun, ProbeError> {
-    let timeout = options.timeout;
-    let program = launcher.program.to_string_lossy().into_owned();
-    let mut child = launcher
-        .command(&options.target, bucket, extra)
-        .spawn()
-        .map_err(|source| ProbeError::Spawn {
-            program: program.clone(),
-            source,
-        })?;
-    let deadline = Instant::now() + timeout;
-    let stderr = collect_stderr(&mut child);
-    let lines = read_lines(&mut child);
-
-    let mut state = State::default();
-    let ending = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            kill(&mut child);
-            break Ending::TimedOut;
-        }
-        match lines.recv_timeout(left.min(POLL)) {
-            Ok(line) => {
-                if let Err(err) = state.handle(&line) {
-                    kill(&mut child);
-                    return Err(with_stderr(err, &stderr));
-                }
-                if let Some(phase) = state.started.take() {
-                    progress(&phase);
-                }
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                // The child may have exited while something it started still holds stdout open.
-                if let Some(status) = child.try_wait()? {
-                    while let Ok(line) = lines.recv_timeout(POLL) {
-                        state
-                            .handle(&line)
-                            .map_err(|err| with_stderr(err, &stderr))?;
-                    }
-                    break Ending::Exited(status);
-                }
-            }
-            Err(RecvTimeoutError::Disconnected) => match wait_until(&mut child, deadline)? {
-                Some(status) => break Ending::Exited(status),
-                None => {
-                    kill(&mut child);
-                    break Ending::TimedOut;
-                }
-            },
+    let members = match options.nproc_per_node {
+        None => vec![Member {
+            rank: None,
+            env: Vec::new(),
+        }],
+        Some(n) => {
+            let port = free_port()?;
+            (0..n)
+                .map(|rank| Member {
+                    rank: Some(rank),
+                    env: rank_env(rank, n, port),
+                })
+                .collect()
         }
     };
-    let stderr_text = stderr_tail(&stderr);
-    if let Some((kind, message)) = state.env_error.take() {
-        return Err(ProbeError::Environment {
-            kind,
-            message,
-            stderr: stderr_text,
-        });
-    }
-    if !state.hello {
-        return Err(ProbeError::NoHello {
-            program,
-            status: match &ending {
-                Ending::Exited(status) => status.to_string(),
-                Ending::TimedOut => format!("no output within {:.0} s", timeout.as_secs_f64()),
-            },
-            stderr: stderr_text,
-        });
-    }
-    Ok(state.finish(bucket, ending, timeout, stderr_text))
-}
-
-#[derive(Default)]
-struct State {
-    hello: bool,
-    harness: Option<String>,
-    python: Option<String>,
-    environment: Option<Environment>,
-    env_error: Option<(String, String)>,
-    running: Option<String>,
-    /// A phase that started since the last look (for progress).
-    started: Option<String>,
-    phases: Vec<PhaseResult>,
-    done: bool,
-}
-
-impl State {
-    fn handle(&mut self, line: &str) -> Result<(), ProbeError> {
-        let message = Message::parse(line).map_err(|err| ProbeError::Protocol {
-            line: line.chars().take(300).collect(),
-            error: err.to_string(),
-        })?;
-        match message {
-            None | Some(Message::Unknown) => {}
-            Some(Message::Hello {
-                protocol,
-                harness,
-                python,
-                ..
-            }) => {
-                if protocol != PROTOCOL_VERSION {
-                    return Err(ProbeError::ProtocolVersion {
-                        found: protocol,
-                        expected: PROTOCOL_VERSION,
-                    });
-                }
-                self.hello = true;
-                self.harness = harness;
-                self.python = python;
-            }
-            Some(Message::Environment(env)) => self.environment = Some(env),
-            Some(Message::EnvError { kind, message }) => self.env_error = Some((kind, message)),
-            Some(Message::PhaseStart { phase, .. }) => {
-                self.started = Some(phase.clone());
-                self.running = Some(phase);
-            }
-            Some(Message::Phase { result, .. }) => {
-                if self.running.as_deref() == Some(result.phase.as_str()) {
-                    self.running = None;
-                }
-                self.phases.push(*result);
-            }
-            Some(Message::Done { .. }) => self.done = true,
-        }
-        Ok(())
-    }
-
-    fn finish(self, bucket: u32, ending: Ending, timeout: Duration, stderr: String) -> BucketRun {
-        let mut phases = self.phases;
-        let running = self.running;
-        let outcome = match ending {
-            Ending::Exited(_) if self.done => Outcome::Completed,
-            Ending::Exited(status) => {
-                let (exit_code, signal) = exit_parts(status);
-                let what = describe_exit(exit_code, signal);
-                if let Some(phase) = &running {
-                    let mut result = PhaseResult::synthetic(
-                        phase,
-                        PhaseStatus::Crashed,
-                        format!("the harness {what} while this phase ran"),
-                    );
-                    result.events.extend(crash_event(&stderr, &what));
-                    phases.push(result);
-                }
-                Outcome::Crashed {
-                    phase: running.clone(),
-                    exit_code,
-                    signal,
-                }
-            }
-            Ending::TimedOut => {
-                if let Some(phase) = &running {
-                    phases.push(PhaseResult::synthetic(
-                        phase,
-                        PhaseStatus::TimedOut,
-                        format!(
-                            "still running after the {:.0} s time limit; the harness was killed",
-                            timeout.as_secs_f64()
-                        ),
-                    ));
-                }
-                Outcome::TimedOut {
-                    phase: running.clone(),
-                    limit_secs: timeout.as_secs_f64(),
-                }
-            }
-        };
-        if outcome != Outcome::Completed {
-            let reason = match &running {
-                Some(phase) => format!("not run: the harness stopped during {phase}"),
-                None => "not run: the harness stopped early".to_string(),
-            };
-            for name in PHASES {
-                if !phases.iter().any(|p| p.phase == *name) {
-                    phases.push(PhaseResult::synthetic(
-                        name,
-                        PhaseStatus::NotRun,
-                        reason.clone(),
-                    ));
-                }
-            }
-        }
-        let keep_stderr =
-            outcome != Outcome::Completed || phases.iter().any(|p| p.status == PhaseStatus::Error);
-        BucketRun {
+    let GroupRun { members, stop } =
+        run_group(launcher, options, bucket, members, extra, progress)?;
+    let mut run = BucketRun {
+        members: Vec::new(),
+        stop: None,
+        harness: None,
+        python: None,
+        environment: None,
+    };
+    for member in members {
+        let stream = member.stream;
+        run.harness = run.harness.or_else(|| stream.harness.clone());
+        run.python = run.python.or_else(|| stream.python.clone());
+        run.environment = run.environment.or_else(|| stream.environment.clone());
+        let device = stream.device.clone();
+        let hang = stream.hang.clone();
+        let Finished {
+            outcome,
+            phases,
+            stderr_tail,
+        } = stream.finish(member.ending, options.timeout, member.stderr);
+        run.members.push(MemberReport {
+            rank: member.rank.unwrap_or(0),
             bucket: BucketReport {
                 bucket,
                 outcome,
                 phases,
-                stderr_tail: (keep_stderr && !stderr.trim().is_empty()).then_some(stderr),
+                stderr_tail,
+                ranks: Vec::new(),
+                group_stop: None,
             },
-            harness: self.harness,
-            python: self.python,
-            environment: self.environment,
-        }
-    }
-}
-
-fn with_stderr(err: ProbeError, stderr: &Arc<Mutex<Vec<u8>>>) -> ProbeError {
-    match err {
-        ProbeError::Protocol { line, error } => ProbeError::Protocol {
-            line,
-            error: format!("{error}{}", stderr_suffix(&stderr_tail(stderr))),
-        },
-        other => other,
-    }
-}
-
-fn read_lines(child: &mut Child) -> mpsc::Receiver<String> {
-    let (sender, receiver) = mpsc::channel();
-    if let Some(stdout) = child.stdout.take() {
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
+            device,
+            hang,
         });
     }
-    receiver
-}
-
-fn collect_stderr(child: &mut Child) -> Arc<Mutex<Vec<u8>>> {
-    let buffer = Arc::new(Mutex::new(Vec::new()));
-    if let Some(mut stderr) = child.stderr.take() {
-        let sink = Arc::clone(&buffer);
-        thread::spawn(move || {
-            let mut chunk = [0u8; 8192];
-            while let Ok(n) = stderr.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                let Ok(mut kept) = sink.lock() else { break };
-                kept.extend_from_slice(&chunk[..n]);
-                if kept.len() > 2 * STDERR_TAIL_BYTES {
-                    let cut = kept.len() - STDERR_TAIL_BYTES;
-                    kept.drain(..cut);
-                }
-            }
+    if let Some(stop) = stop {
+        let ranks: Vec<RankReport> = run.members.iter().map(rank_report).collect();
+        run.stop = Some(GroupStop {
+            cause: stop.cause.to_string(),
+            message: describe_stop(
+                stop.cause,
+                &stop.ranks,
+                stop.phase.as_deref(),
+                stop.waited.as_secs_f64(),
+                &ranks,
+            ),
+            ranks: stop.ranks,
+            phase: stop.phase,
+            after_secs: stop.after.as_secs_f64(),
         });
     }
-    buffer
+    Ok(run)
 }
 
-fn stderr_tail(buffer: &Arc<Mutex<Vec<u8>>>) -> String {
-    // Give the reader thread a moment to drain what the child wrote just before exiting.
-    thread::sleep(Duration::from_millis(20));
-    let Ok(kept) = buffer.lock() else {
-        return String::new();
-    };
-    let start = kept.len().saturating_sub(STDERR_TAIL_BYTES);
-    String::from_utf8_lossy(&kept[start..]).into_owned()
-}
-
-fn wait_until(child: &mut Child, deadline: Instant) -> std::io::Result<Option<ExitStatus>> {
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(Some(status));
-        }
-        if Instant::now() >= deadline {
-            return Ok(None);
-        }
-        thread::sleep(Duration::from_millis(10));
+fn rank_report(member: &MemberReport) -> RankReport {
+    RankReport {
+        rank: member.rank,
+        outcome: member.bucket.outcome.clone(),
+        phases: member.bucket.phases.clone(),
+        device: member.device.clone(),
+        hang: member.hang.clone(),
+        stderr_tail: member.bucket.stderr_tail.clone(),
     }
 }
 
-/// Kill the child's whole process group, then reap the child.
-fn kill(child: &mut Child) {
-    #[cfg(unix)]
-    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: kill(2) with a negative pid signals the process group we created for this
-        // child (`process_group(0)`); it touches no memory.
-        #[allow(unsafe_code)]
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-fn exit_parts(status: ExitStatus) -> (Option<i32>, Option<i32>) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        (status.code(), status.signal())
-    }
-    #[cfg(not(unix))]
-    {
-        (status.code(), None)
+/// The bucket of a group: each rank's report, and the phases merged over them.
+fn grouped(bucket: u32, members: Vec<MemberReport>, group_stop: Option<GroupStop>) -> BucketReport {
+    let ranks: Vec<RankReport> = members.iter().map(rank_report).collect();
+    BucketReport {
+        bucket,
+        outcome: merge_outcome(&ranks),
+        phases: merge_phases(&ranks),
+        stderr_tail: None,
+        ranks,
+        group_stop,
     }
 }
 
-fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
-    match (code, signal) {
-        (_, Some(signal)) => format!("was killed by signal {signal}{}", signal_name(signal)),
-        (Some(code), None) => format!("exited with status {code} without finishing"),
-        (None, None) => "stopped".to_string(),
-    }
+/// torchrun's environment for one rank of a group on this host.
+fn rank_env(rank: u32, world_size: u32, port: u16) -> Vec<(OsString, OsString)> {
+    let rank = rank.to_string();
+    let world = world_size.to_string();
+    [
+        ("RANK", rank.as_str()),
+        ("LOCAL_RANK", rank.as_str()),
+        ("WORLD_SIZE", world.as_str()),
+        ("LOCAL_WORLD_SIZE", world.as_str()),
+        ("MASTER_ADDR", "127.0.0.1"),
+        ("MASTER_PORT", port.to_string().as_str()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+    .collect()
 }
 
-fn signal_name(signal: i32) -> &'static str {
-    match signal {
-        4 => " (SIGILL)",
-        6 => " (SIGABRT)",
-        7 => " (SIGBUS)",
-        8 => " (SIGFPE)",
-        9 => " (SIGKILL)",
-        11 => " (SIGSEGV)",
-        15 => " (SIGTERM)",
-        _ => "",
-    }
+/// A free loopback port for the group's rendezvous: a fresh one for every group, so a group
+/// never meets a previous group's store.
+fn free_port() -> Result<u16, ProbeError> {
+    let listener = TcpListener::bind(("127.0.0.1", 0))?;
+    Ok(listener.local_addr()?.port())
 }

@@ -19,12 +19,16 @@ harness_files!(
     "__main__.py",
     "_find_bin.py",
     "_version.py",
+    "bucket.py",
     "compare.py",
+    "dist.py",
     "events.py",
     "frames.py",
     "harness.py",
+    "launch.py",
     "phases.py",
     "protocol.py",
+    "ranks.py",
     "rows.py",
     "runs.py",
     "state.py",
@@ -33,6 +37,7 @@ harness_files!(
     "target.py",
     "verdicts.py",
     "watch.py",
+    "watchdog.py",
 );
 
 /// A temporary folder holding the `graphready` package; removed on drop.

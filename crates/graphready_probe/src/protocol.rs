@@ -4,11 +4,12 @@
 //! a driver refuses a harness whose major version differs. Unknown message types and unknown
 //! fields are ignored, so a newer harness can add data without breaking an older driver.
 
+use crate::ranks::HangReport;
 use crate::report::{Environment, PhaseResult};
 use serde::Deserialize;
 
 /// The protocol version this driver speaks.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// The phases in the order the harness runs them.
 pub const PHASES: &[&str] = &[
@@ -28,6 +29,43 @@ pub const PHASES: &[&str] = &[
 /// device assert in one of them is re-run without poisoning to tell who caused it.
 pub const POISONING_PHASES: &[&str] = &["row_isolation", "uninitialized"];
 
+/// The environment variables that place each rank (torchrun's names).
+pub const RANK_ENV: &[&str] = &[
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+];
+
+/// Set in every child: NVLink multicast stays off (a program that uses it can take a shared
+/// host's GPUs out of service).
+pub const NVLS_OFF: &[(&str, &str)] = &[
+    ("NCCL_NVLS_ENABLE", "0"),
+    ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+    ("NVSHMEM_DISABLE_NVLS", "1"),
+];
+
+/// The backends a group may use (`--dist-backend`).
+pub const BACKENDS: &[&str] = &["nccl", "gloo"];
+
+/// What the driver writes on a rank's stdin to ask for its `hang_report`.
+pub const DUMP_REQUEST: &str = "dump";
+
+/// A rank's place, from the `environment` message.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RankInfo {
+    #[serde(default)]
+    pub backend: Option<String>,
+    #[serde(default)]
+    pub rank: Option<u32>,
+    #[serde(default)]
+    pub world_size: Option<u32>,
+    #[serde(default)]
+    pub device: Option<String>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Message {
@@ -40,7 +78,12 @@ pub enum Message {
         #[serde(default)]
         executable: Option<String>,
     },
-    Environment(Environment),
+    Environment {
+        #[serde(flatten)]
+        environment: Environment,
+        #[serde(default)]
+        distributed: Option<RankInfo>,
+    },
     EnvError {
         kind: String,
         message: String,
@@ -57,6 +100,7 @@ pub enum Message {
     Done {
         bucket: u32,
     },
+    HangReport(Box<HangReport>),
     #[serde(other)]
     Unknown,
 }

@@ -1,5 +1,6 @@
 //! The runtime section of graphready's JSON report: what the probe measured, per bucket and phase.
 
+use crate::ranks::{Distributed, GroupStop, RankReport};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -38,6 +39,12 @@ pub enum PhaseStatus {
     TimedOut,
     /// Never reached: the harness died or timed out in an earlier phase.
     NotRun,
+    /// Several ranks: this rank stayed in this phase long after another rank finished it (a
+    /// collective the others never joined, a capture that never ends); the group was killed.
+    Hung,
+    /// Several ranks: the group was killed while this phase ran, because another rank hung,
+    /// crashed or ran out of time.
+    Stopped,
 }
 
 impl PhaseStatus {
@@ -51,6 +58,8 @@ impl PhaseStatus {
             PhaseStatus::Crashed => "crashed",
             PhaseStatus::TimedOut => "timed_out",
             PhaseStatus::NotRun => "not_run",
+            PhaseStatus::Hung => "hung",
+            PhaseStatus::Stopped => "stopped",
         }
     }
 
@@ -58,8 +67,25 @@ impl PhaseStatus {
     pub const fn is_failure(self) -> bool {
         matches!(
             self,
-            PhaseStatus::Fail | PhaseStatus::Crashed | PhaseStatus::TimedOut
+            PhaseStatus::Fail | PhaseStatus::Crashed | PhaseStatus::TimedOut | PhaseStatus::Hung
         )
+    }
+
+    /// How much a status says is wrong, for the merge over ranks: the worst one stands for the
+    /// group.
+    pub const fn severity(self) -> u8 {
+        match self {
+            PhaseStatus::Pass => 0,
+            PhaseStatus::Skipped => 1,
+            PhaseStatus::NotRun => 2,
+            PhaseStatus::Stopped => 3,
+            PhaseStatus::Inconclusive => 4,
+            PhaseStatus::Error => 5,
+            PhaseStatus::Fail => 6,
+            PhaseStatus::TimedOut => 7,
+            PhaseStatus::Hung => 8,
+            PhaseStatus::Crashed => 9,
+        }
     }
 }
 
@@ -87,7 +113,7 @@ impl Frame {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeEvent {
     /// `sync`, `pageable_copy`, `runtime_sync`, `runtime_alloc`, `capture_break`,
-    /// `uninitialized`, `allocation`, `error` or `crash`.
+    /// `uninitialized`, `allocation`, `host_collective`, `hang`, `error` or `crash`.
     pub kind: String,
     /// The operator or API: `aten::_local_scalar_dense`, `torch.cuda.synchronize()`, ...
     pub what: String,
@@ -102,6 +128,9 @@ pub struct RuntimeEvent {
     pub stack: Vec<Frame>,
     #[serde(default = "one")]
     pub count: u64,
+    /// Several ranks, in a bucket's merged phases: the ranks where it happened.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<u32>,
 }
 
 fn one() -> u64 {
@@ -127,9 +156,10 @@ impl RuntimeEvent {
     }
 
     /// Events that are graph hazards (an `error` is user code raising, a `crash` the
-    /// interpreter dying: facts about the run, not about capturability).
+    /// interpreter dying, a `hang` a rank that stopped: facts about the run, not about
+    /// capturability).
     pub fn is_hazard(&self) -> bool {
-        self.kind != "error" && self.kind != "crash"
+        !matches!(self.kind.as_str(), "error" | "crash" | "hang")
     }
 }
 
@@ -342,9 +372,25 @@ pub struct PhaseResult {
     /// After `context_lost` while poisoning: the re-run without poisoning.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerun: Option<Rerun>,
+    /// Several ranks: the collectives this rank issued in this phase (name -> calls).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub collectives: BTreeMap<String, u64>,
+    /// Several ranks, in a bucket's merged phases: each rank's status and message, when the
+    /// ranks differ.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_rank: Vec<RankPhase>,
     /// User lines executed during the sync scan, by canonical path (used for correlation only).
     #[serde(default, skip_serializing)]
     pub coverage: BTreeMap<String, Vec<u32>>,
+}
+
+/// One rank's status in a merged phase whose ranks differ.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankPhase {
+    pub rank: u32,
+    pub status: PhaseStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 impl PhaseResult {
@@ -368,6 +414,8 @@ impl PhaseResult {
             context_lost: false,
             poisoning: false,
             rerun: None,
+            collectives: BTreeMap::new(),
+            by_rank: Vec::new(),
             coverage: BTreeMap::new(),
         }
     }
@@ -394,16 +442,71 @@ pub enum Outcome {
         phase: Option<String>,
         limit_secs: f64,
     },
+    /// Several ranks: this rank stayed in `phase` for `waited_secs` after another rank had
+    /// finished it; the group was killed.
+    Hung {
+        #[serde(default)]
+        phase: Option<String>,
+        waited_secs: f64,
+    },
+    /// Several ranks: killed because another rank hung, crashed or ran out of time.
+    Stopped {
+        #[serde(default)]
+        phase: Option<String>,
+        reason: String,
+    },
+}
+
+impl Outcome {
+    /// The phase that was running when the process ended, if it did not complete.
+    pub fn phase(&self) -> Option<&str> {
+        match self {
+            Outcome::Completed => None,
+            Outcome::Crashed { phase, .. }
+            | Outcome::TimedOut { phase, .. }
+            | Outcome::Hung { phase, .. }
+            | Outcome::Stopped { phase, .. } => phase.as_deref(),
+        }
+    }
+
+    /// For the merge over ranks: the worst outcome stands for the bucket.
+    pub const fn severity(&self) -> u8 {
+        match self {
+            Outcome::Completed => 0,
+            Outcome::Stopped { .. } => 1,
+            Outcome::TimedOut { .. } => 2,
+            Outcome::Hung { .. } => 3,
+            Outcome::Crashed { .. } => 4,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BucketReport {
     pub bucket: u32,
+    /// With several ranks, the worst rank's outcome.
     pub outcome: Outcome,
+    /// With several ranks, merged over the ranks (see `ranks::merge_phases`).
     pub phases: Vec<PhaseResult>,
     /// The end of the harness's stderr, kept when something went wrong.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stderr_tail: Option<String>,
+    /// Several ranks (`--nproc-per-node`): each rank's own results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<RankReport>,
+    /// Several ranks: why the group was stopped early (a hang, a crash, the time limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_stop: Option<GroupStop>,
+}
+
+/// Captured, replayed bit-exactly (also after new inputs), no syncs, nothing failed.
+pub(crate) fn phases_ready(outcome: &Outcome, phases: &[PhaseResult]) -> bool {
+    let phase = |name: &str| phases.iter().find(|p| p.phase == name);
+    *outcome == Outcome::Completed
+        && BLOCKING_PHASES
+            .iter()
+            .all(|name| phase(name).is_some_and(|p| p.status == PhaseStatus::Pass))
+        && !phases.iter().any(|p| p.status.is_failure())
 }
 
 impl BucketReport {
@@ -411,14 +514,12 @@ impl BucketReport {
         self.phases.iter().find(|p| p.phase == name)
     }
 
-    /// Captured, replayed bit-exactly (also after new inputs), no syncs, nothing failed.
+    /// Captured, replayed bit-exactly (also after new inputs), no syncs, nothing failed — on
+    /// every rank.
     pub fn ready(&self) -> bool {
-        self.outcome == Outcome::Completed
-            && BLOCKING_PHASES.iter().all(|name| {
-                self.phase(name)
-                    .is_some_and(|p| p.status == PhaseStatus::Pass)
-            })
-            && !self.phases.iter().any(|p| p.status.is_failure())
+        phases_ready(&self.outcome, &self.phases)
+            && self.group_stop.is_none()
+            && self.ranks.iter().all(RankReport::ready)
     }
 
     pub fn timing(&self) -> Option<&Timing> {
@@ -438,6 +539,9 @@ impl BucketReport {
 pub struct RuntimeReport {
     pub protocol: u32,
     pub target: String,
+    /// Several ranks (`--nproc-per-node`): the group's size and backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distributed: Option<Distributed>,
     #[serde(default)]
     pub harness: Option<String>,
     #[serde(default)]

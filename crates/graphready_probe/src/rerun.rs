@@ -72,7 +72,12 @@ pub fn merge_rerun(original: &mut BucketReport, phase: &str, rerun: BucketReport
         ));
     }
     result.rerun = Some(verdict);
+    take_later_phases(original, phase, rerun);
+}
 
+/// The phases after `phase` (skipped for the lost context) take the re-run's results. Alone,
+/// for a rank of a group that did not assert itself but stopped its CUDA work with the others.
+pub fn take_later_phases(original: &mut BucketReport, phase: &str, rerun: BucketReport) {
     let later = |name: &str| {
         let position = |n: &str| PHASES.iter().position(|p| *p == n);
         matches!((position(name), position(phase)), (Some(a), Some(b)) if a > b)
@@ -117,6 +122,8 @@ mod tests {
                 .map(|(name, status)| PhaseResult::synthetic(name, *status, name.to_string()))
                 .collect(),
             stderr_tail: None,
+            ranks: Vec::new(),
+            group_stop: None,
         }
     }
 

@@ -145,6 +145,21 @@ fn timeout_kills_the_harness_and_names_the_phase() {
         .contains("warming up forever"));
 }
 
+/// Issue 15: before the kill at the time limit, the harness's watchdog says where it waits.
+#[test]
+fn a_timeout_names_the_line_the_harness_was_stuck_at() {
+    let report = probe("timeout_answers", &[1], 1).unwrap();
+    let capture = report.buckets[0].phase("capture").unwrap();
+    assert_eq!(capture.status, PhaseStatus::TimedOut);
+    let event = &capture.events[0];
+    assert_eq!(event.kind, "hang");
+    assert_eq!(event.location.as_ref().unwrap().line, 40);
+    assert!(event
+        .message
+        .starts_with("in the step, at /work/model.py:40"));
+    assert!(report.buckets[0].ranks.is_empty() && report.distributed.is_none());
+}
+
 #[test]
 fn environment_error_is_an_error_with_its_kind() {
     let err = probe("no_torch", &[1], 20).unwrap_err();

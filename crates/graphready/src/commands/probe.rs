@@ -43,6 +43,9 @@ pub fn run(args: &ProbeArgs) -> Result<ExitCode> {
         buckets,
         Duration::from_secs(args.timeout),
     );
+    options.nproc_per_node = args.nproc_per_node;
+    options.backend = args.dist_backend.name().to_string();
+    options.hang_timeout = Duration::from_secs(args.hang_timeout.min(args.timeout));
     options.trace = args
         .check
         .iter()
@@ -136,10 +139,15 @@ impl ProgressLine {
 
 fn progress_text(p: &Progress) -> String {
     format!(
-        "graphready probe: bucket {} ({}/{}): {}{} [{:.0} s]",
+        "graphready probe: bucket {} ({}/{}){}: {}{} [{:.0} s]",
         p.bucket,
         p.position,
         p.buckets,
+        if p.ranks > 1 {
+            format!(", {} ranks", p.ranks)
+        } else {
+            String::new()
+        },
         p.phase,
         if p.rerun {
             " (re-run without poisoning)"
@@ -239,6 +247,9 @@ fn environment_error(err: ProbeError, python: &OsString) -> anyhow::Error {
                 "{err}\n(interpreter: {python}; choose another with --python or {PYTHON_ENV})"
             )
         }
+        ProbeError::Environment { kind, .. } if kind == "too_few_gpus" => anyhow::anyhow!(
+            "{err}\n(ask for fewer ranks with --nproc-per-node, or let ranks share a GPU with --dist-backend gloo)"
+        ),
         ProbeError::Spawn { .. } => {
             anyhow::anyhow!("{err}\n(choose a Python interpreter with --python or {PYTHON_ENV})")
         }
@@ -275,6 +286,9 @@ mod tests {
             python: None,
             output_format: ProbeFormat::Text,
             frames: FramesArg::User,
+            nproc_per_node: None,
+            hang_timeout: 120,
+            dist_backend: crate::args::DistBackend::Nccl,
         }
     }
 
@@ -368,8 +382,22 @@ mod tests {
             buckets: 4,
             phase: "capture",
             rerun: false,
+            ranks: 1,
             elapsed: Duration::from_secs(95),
         });
         assert_eq!(text, "graphready probe: bucket 8 (3/4): capture [95 s]");
+        let text = progress_text(&Progress {
+            bucket: 1,
+            position: 1,
+            buckets: 1,
+            phase: "warmup",
+            rerun: false,
+            ranks: 2,
+            elapsed: Duration::from_secs(3),
+        });
+        assert_eq!(
+            text,
+            "graphready probe: bucket 1 (1/1), 2 ranks: warmup [3 s]"
+        );
     }
 }

@@ -1,10 +1,14 @@
 //! A readable text summary of a probe run (and its correlation with static findings).
 
+mod ranks;
+
 use crate::correlate::{Correlation, RuntimeSite};
+use crate::ranks::rank_list;
 use crate::report::{
     BucketReport, Frame, GraphMemory, Outcome, PhaseResult, PhaseStatus, RuntimeEvent,
-    RuntimeReport, StateReport,
+    RuntimeReport, StateReport, Timing,
 };
+use ranks::render_group_stop;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -41,6 +45,9 @@ pub fn render_with(
             env.device.as_deref().unwrap_or("?")
         );
     }
+    if let Some(group) = &report.distributed {
+        let _ = write!(out, " on {} rank(s), {}", group.world_size, group.backend);
+    }
     out.push('\n');
     for bucket in &report.buckets {
         render_bucket(&mut out, bucket, base, frames);
@@ -55,18 +62,24 @@ pub fn render_with(
 }
 
 fn render_bucket(out: &mut String, bucket: &BucketReport, base: &Path, frames: FrameDisplay) {
-    let _ = writeln!(out, "bucket {}:", bucket.bucket);
+    let world = bucket.ranks.len();
+    if world == 0 {
+        let _ = writeln!(out, "bucket {}:", bucket.bucket);
+    } else {
+        let _ = writeln!(out, "bucket {} ({world} rank(s)):", bucket.bucket);
+    }
     for phase in &bucket.phases {
-        render_phase(out, phase, base, frames);
+        render_phase(out, phase, base, frames, world);
     }
     match &bucket.outcome {
         Outcome::Completed => {}
-        Outcome::Crashed { phase, .. } | Outcome::TimedOut { phase, .. } => {
+        _ if world > 0 => {}
+        outcome => {
             if let Some(tail) = bucket.stderr_tail.as_deref() {
                 let _ = writeln!(
                     out,
                     "  harness stderr (during {}):",
-                    phase.as_deref().unwrap_or("start-up")
+                    outcome.phase().unwrap_or("start-up")
                 );
                 for line in stderr_excerpt(tail) {
                     let _ = writeln!(out, "    | {line}");
@@ -74,9 +87,31 @@ fn render_bucket(out: &mut String, bucket: &BucketReport, base: &Path, frames: F
             }
         }
     }
+    if let Some(stop) = &bucket.group_stop {
+        render_group_stop(out, stop, &bucket.ranks, base, frames);
+    }
+    for rank in &bucket.ranks {
+        if let (Outcome::Crashed { phase, .. }, Some(tail)) = (&rank.outcome, &rank.stderr_tail) {
+            let _ = writeln!(
+                out,
+                "  rank {} stderr (during {}):",
+                rank.rank,
+                phase.as_deref().unwrap_or("start-up")
+            );
+            for line in stderr_excerpt(tail) {
+                let _ = writeln!(out, "    | {line}");
+            }
+        }
+    }
 }
 
-fn render_phase(out: &mut String, phase: &PhaseResult, base: &Path, frames: FrameDisplay) {
+fn render_phase(
+    out: &mut String,
+    phase: &PhaseResult,
+    base: &Path,
+    frames: FrameDisplay,
+    world: usize,
+) {
     let status = match phase.status {
         PhaseStatus::Pass => "pass".to_string(),
         other => other.as_str().to_uppercase(),
@@ -102,6 +137,21 @@ fn render_phase(out: &mut String, phase: &PhaseResult, base: &Path, frames: Fram
         let _ = write!(out, " {message}");
     }
     out.push('\n');
+    for rank in &phase.by_rank {
+        let status = match rank.status {
+            PhaseStatus::Pass => "pass".to_string(),
+            other => other.as_str().to_uppercase(),
+        };
+        let _ = writeln!(
+            out,
+            "      rank {}: {status}{}",
+            rank.rank,
+            rank.message
+                .as_deref()
+                .map(|m| format!(" {m}"))
+                .unwrap_or_default()
+        );
+    }
     if let Some(state) = &phase.state {
         render_state(out, state, base);
     }
@@ -136,9 +186,15 @@ fn render_phase(out: &mut String, phase: &PhaseResult, base: &Path, frames: Fram
             Some(l) => frame_text(l, base),
             None => "(no user frame)".to_string(),
         };
+        // With several ranks, an event on some ranks only names them.
+        let ranks = if world > 0 && !event.ranks.is_empty() && event.ranks.len() < world {
+            format!(" [{}]", rank_list(&event.ranks))
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "      {}: {} at {where_}{count}: {}",
+            "      {}: {} at {where_}{count}{ranks}: {}",
             event.kind, event.what, event.message
         );
         render_frames(out, event, base, frames);
@@ -300,28 +356,35 @@ fn render_graph_memory(out: &mut String, report: &RuntimeReport) {
 }
 
 fn render_speedups(out: &mut String, report: &RuntimeReport) {
-    let rows: Vec<String> = report
-        .buckets
-        .iter()
-        .filter_map(|b| {
-            let t = b.timing()?;
-            Some(match (t.replay_median_us, t.speedup) {
-                (Some(replay), Some(speedup)) => format!(
-                    "  bucket {:>4}: eager {:>9.1} us  replay {:>9.1} us  speedup {:>6.2}x",
-                    b.bucket, t.eager_median_us, replay, speedup
-                ),
-                _ => format!(
-                    "  bucket {:>4}: eager {:>9.1} us  (no graph)",
-                    b.bucket, t.eager_median_us
-                ),
-            })
-        })
-        .collect();
+    let mut rows: Vec<String> = Vec::new();
+    for bucket in &report.buckets {
+        if bucket.ranks.is_empty() {
+            rows.extend(bucket.timing().map(|t| speedup_row(bucket.bucket, "", t)));
+        } else {
+            for rank in &bucket.ranks {
+                let label = format!(" rank {}", rank.rank);
+                rows.extend(rank.timing().map(|t| speedup_row(bucket.bucket, &label, t)));
+            }
+        }
+    }
     if !rows.is_empty() {
         let _ = writeln!(out, "latency (median per step):");
         for row in rows {
             let _ = writeln!(out, "{row}");
         }
+    }
+}
+
+fn speedup_row(bucket: u32, rank: &str, t: &Timing) -> String {
+    match (t.replay_median_us, t.speedup) {
+        (Some(replay), Some(speedup)) => format!(
+            "  bucket {bucket:>4}{rank}: eager {:>9.1} us  replay {replay:>9.1} us  speedup {speedup:>6.2}x",
+            t.eager_median_us
+        ),
+        _ => format!(
+            "  bucket {bucket:>4}{rank}: eager {:>9.1} us  (no graph)",
+            t.eager_median_us
+        ),
     }
 }
 
@@ -401,7 +464,7 @@ pub fn verdict(report: &RuntimeReport) -> String {
         .iter()
         .filter(|b| !b.ready())
         .map(|b| {
-            let failing: Vec<String> = b
+            let mut failing: Vec<String> = b
                 .phases
                 .iter()
                 .filter(|p| {
@@ -409,8 +472,11 @@ pub fn verdict(report: &RuntimeReport) -> String {
                         || (crate::report::BLOCKING_PHASES.contains(&p.phase.as_str())
                             && p.status != PhaseStatus::Pass)
                 })
-                .map(|p| format!("{} {}", p.phase, p.status.as_str()))
+                .map(|p| format!("{} {}{}", p.phase, p.status.as_str(), on_ranks(p)))
                 .collect();
+            if let Some(stop) = &b.group_stop {
+                failing.push(format!("{} ({})", stop.cause, rank_list(&stop.ranks)));
+            }
             format!("bucket {}: {}", b.bucket, failing.join(", "))
         })
         .collect();
@@ -418,6 +484,21 @@ pub fn verdict(report: &RuntimeReport) -> String {
         "NOT ready: no bucket was probed".into()
     } else {
         format!("NOT ready: {}", reasons.join("; "))
+    }
+}
+
+/// ` (rank 1)` for a merged phase whose ranks differ: the ranks that did not pass.
+fn on_ranks(phase: &PhaseResult) -> String {
+    let ranks: Vec<u32> = phase
+        .by_rank
+        .iter()
+        .filter(|r| r.status == phase.status)
+        .map(|r| r.rank)
+        .collect();
+    if ranks.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", rank_list(&ranks))
     }
 }
 
