@@ -28,7 +28,7 @@ fn markers(source: &str) -> BTreeMap<(u32, String), usize> {
     expected
 }
 
-fn findings(path: &Path) -> BTreeMap<(u32, String), usize> {
+fn findings(path: &Path, ignore: &[&str]) -> BTreeMap<(u32, String), usize> {
     let output = Command::new(env!("CARGO_BIN_EXE_graphready"))
         .args([
             "check",
@@ -40,6 +40,7 @@ fn findings(path: &Path) -> BTreeMap<(u32, String), usize> {
             "--output-format",
             "json",
         ])
+        .args(ignore.iter().flat_map(|code| ["--ignore", code]))
         .arg(path)
         .output()
         .expect("graphready runs");
@@ -58,7 +59,7 @@ fn findings(path: &Path) -> BTreeMap<(u32, String), usize> {
     actual
 }
 
-fn assert_seed(name: &str) {
+fn assert_seed(name: &str, ignore: &[&str]) {
     let path = seed_fixture(name);
     let source = std::fs::read_to_string(&path).unwrap();
     let (before, after) = source
@@ -66,15 +67,21 @@ fn assert_seed(name: &str) {
         .unwrap_or_else(|| panic!("{name} needs an `# OK` section"));
     assert!(before.contains("# error:"), "{name}: no `# error:` markers");
     assert!(!after.contains("# error:"), "{name}: markers in `# OK`");
-    assert_eq!(findings(&path), markers(&source), "{name}: findings differ");
+    assert_eq!(
+        findings(&path, ignore),
+        markers(&source),
+        "{name}: findings differ"
+    );
 }
 
 #[test]
 fn seed_002_before_forms_are_flagged_and_after_forms_are_not() {
-    assert_seed("seed_002.py");
+    assert_seed("seed_002.py", &[]);
 }
 
 #[test]
 fn seed_004_masked_scale_buffer_is_flagged_and_the_zeros_fix_is_not() {
-    assert_seed("seed_004.py");
+    // A library (no entry point): its public functions count as captured, so the opt-in
+    // per-step allocation advice would fire on every allocation; this test is about GR404.
+    assert_seed("seed_004.py", &["GR401"]);
 }

@@ -73,13 +73,12 @@ fn record(
         .is_some_and(|p| matches!(p.name.as_str(), "self" | "cls"));
     let offset = usize::from(bound && takes_self);
     for arg in args {
-        let name = match arg {
-            ArgKey::Position(i) => params.get(i + offset).map(|p| p.name.as_str()),
-            ArgKey::Keyword(name) => params
-                .iter()
-                .find(|p| p.name == *name)
-                .map(|p| p.name.as_str()),
+        let param = match arg {
+            ArgKey::Position(i) => params.get(i + offset),
+            ArgKey::Keyword(name) => params.iter().find(|p| p.name == *name),
         };
+        // A parameter annotated as a tensor is one already.
+        let name = param.filter(|p| !p.tensor).map(|p| p.name.as_str());
         if let Some(name) = name {
             let names = out.entry(callee).or_default();
             if !names.iter().any(|n| n == name) {

@@ -34,6 +34,10 @@ pub struct ProjectIndex<'s> {
     classes: Vec<FxHashMap<&'s str, usize>>,
     /// Direct subclasses of each class that has any.
     subclasses: FxHashMap<ClassId, Vec<ClassId>>,
+    /// The classes defining each method name, built when first asked.
+    definers: std::sync::OnceLock<FxHashMap<&'s str, Vec<ClassId>>>,
+    /// Answers of [`Self::unique_hierarchy`].
+    pub(super) hierarchy_memo: std::sync::Mutex<FxHashMap<String, Option<ClassId>>>,
 }
 
 impl<'s> ProjectIndex<'s> {
@@ -46,6 +50,8 @@ impl<'s> ProjectIndex<'s> {
             methods: Vec::with_capacity(modules.len()),
             classes: Vec::with_capacity(modules.len()),
             subclasses: FxHashMap::default(),
+            definers: std::sync::OnceLock::new(),
+            hierarchy_memo: std::sync::Mutex::new(FxHashMap::default()),
         };
         for (i, module) in modules.iter().enumerate() {
             if let Some(name) = &module.module {
@@ -143,6 +149,25 @@ impl<'s> ProjectIndex<'s> {
             }
         }
         out
+    }
+
+    /// The classes that define a method of this name themselves.
+    pub(super) fn definers_of(&self, method: &str) -> &[ClassId] {
+        let definers = self.definers.get_or_init(|| {
+            let mut definers: FxHashMap<&str, Vec<ClassId>> = FxHashMap::default();
+            for (module, summary) in self.modules.iter().enumerate() {
+                for (index, class) in summary.classes.iter().enumerate() {
+                    for name in &class.methods {
+                        definers
+                            .entry(name.as_str())
+                            .or_default()
+                            .push((module, index));
+                    }
+                }
+            }
+            definers
+        });
+        definers.get(method).map_or(&[], Vec::as_slice)
     }
 
     /// The functions defined inside a function, at any depth.
@@ -447,7 +472,15 @@ impl<'s> ProjectIndex<'s> {
                         .into_iter()
                         .collect()
                 }
-                _ => Vec::new(),
+                // `x = Factory.create(...)`: an instance of what the factory returns.
+                Some(Definition::Function(factory)) => {
+                    let mut out = Vec::new();
+                    for returned in self.return_type(factory, MAX_DEPTH).classes {
+                        self.dispatch(returned, method, &mut out);
+                    }
+                    out
+                }
+                None => Vec::new(),
             },
         }
     }

@@ -174,6 +174,20 @@ impl<'s> HotPath<'s> {
             }
             eager.extend(found);
         }
+        // A library (no capture site, no compiled or graphed callable, no module forward, no
+        // configured entry): its public functions are what downstream code captures.
+        if explicit.is_empty() && defaults.is_empty() {
+            explicit.extend(
+                index
+                    .nodes()
+                    .filter(|node| index.is_public_api(*node))
+                    .map(|node| Entry {
+                        node,
+                        reason: EntryReason::PublicApi,
+                        via: None,
+                    }),
+            );
+        }
         // Module forwards that no other function calls go first, so that a chain starts at the
         // outermost model rather than at the layer that holds the finding.
         let called = index.called_through("forward");
@@ -374,7 +388,9 @@ fn dedup_entries(entries: &mut Vec<Entry>) {
     entries.retain(|entry| seen.insert(entry.node));
 }
 
-/// Multi-source breadth-first search; `skip` holds nodes another search already owns.
+/// Multi-source breadth-first search; `skip` holds nodes another search already owns; the
+/// search does not descend into eager breaks, nor into set-up and harness code (which an entry
+/// may still be, when named explicitly).
 fn search(
     index: &ProjectIndex,
     entries: &[Entry],
@@ -398,6 +414,7 @@ fn search(
             if eager.contains(&callee)
                 || reached.contains_key(&callee)
                 || skip.contains_key(&callee)
+                || index.runs_once(callee)
             {
                 continue;
             }

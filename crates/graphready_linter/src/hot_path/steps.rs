@@ -103,11 +103,31 @@ impl ProjectIndex<'_> {
         }
     }
 
+    /// Whether a function runs once rather than every step: set-up (constructors, loading,
+    /// warm-up, capture) or a measuring harness. Searches do not descend into it.
+    pub(super) fn runs_once(&self, node: NodeId) -> bool {
+        is_set_up(&self.function(node).qualname) || self.is_harness(node.module)
+    }
+
+    /// Whether a function is a library's public API: a module-level function or a method of a
+    /// module-level class, no name starting with `_` (but `__call__`), not set-up, not a harness.
+    pub(super) fn is_public_api(&self, node: NodeId) -> bool {
+        let qualname = &self.function(node).qualname;
+        let parts: Vec<&str> = qualname.split('.').collect();
+        let public = |part: &&str| !part.starts_with('_') || *part == "__call__";
+        let shape = match parts.as_slice() {
+            [_] => true,
+            [class, _] => self.class_named(node.module, class).is_some(),
+            _ => false,
+        };
+        shape && parts.iter().all(public) && !self.runs_once(node)
+    }
+
     /// Whether a function may seed or carry the per-step path: not set-up, not a harness, not a
     /// method of an `nn.Module` (a model running its submodules is the model, not a driver).
     fn may_drive_steps(&self, node: NodeId) -> bool {
         let function = self.function(node);
-        if is_set_up(&function.qualname) || self.is_harness(node.module) {
+        if self.runs_once(node) {
             return false;
         }
         match function.qualname.rsplit_once('.') {

@@ -98,7 +98,7 @@ impl ProjectIndex<'_> {
                     value.push((m, c));
                     value
                 }
-                Some(Definition::Function(node)) => self.return_type(node),
+                Some(Definition::Function(node)) => self.return_type(node, depth),
                 None => match reference {
                     Ref::Qualified(q) if is_torch_module(q) => TypeVal {
                         any_module: true,
@@ -128,7 +128,7 @@ impl ProjectIndex<'_> {
                     let mut next = TypeVal::default();
                     for &class in &value.classes {
                         if let Some(node) = self.method_in_class(class, method) {
-                            next.merge(self.return_type(node));
+                            next.merge(self.return_type(node, depth - 1));
                         }
                     }
                     next
@@ -138,12 +138,48 @@ impl ProjectIndex<'_> {
         value
     }
 
-    /// What a function's return annotation names.
-    fn return_type(&self, node: NodeId) -> TypeVal {
-        match &self.function(node).return_annotation {
-            Some(ty) => self.type_of_ref(node.module, ty),
-            None => TypeVal::default(),
+    /// What a function returns: what its annotation names, else what its returned values are.
+    pub(super) fn return_type(&self, node: NodeId, depth: u8) -> TypeVal {
+        let function = self.function(node);
+        if let Some(ty) = &function.return_annotation {
+            return self.type_of_ref(node.module, ty);
         }
+        let mut value = TypeVal::default();
+        if depth > 0 {
+            for path in &function.return_paths {
+                value.merge(self.eval_path_depth(node.module, path, depth - 1));
+            }
+        }
+        value
+    }
+
+    /// The one class hierarchy that defines `method`: the class that defines it and of which
+    /// every other class defining it is a subclass. A call of it on a receiver whose type is not
+    /// known can only run that hierarchy's methods (when the project defines it in several
+    /// unrelated classes, nothing is guessed).
+    fn unique_hierarchy(&self, method: &str) -> Option<ClassId> {
+        if method.starts_with("__") {
+            return None;
+        }
+        if let Some(known) = self.hierarchy_memo.lock().ok()?.get(method) {
+            return *known;
+        }
+        let definers = self.definers_of(method);
+        let root = (!definers.is_empty() && definers.len() <= MAX_FANOUT)
+            .then(|| {
+                definers.iter().copied().find(|candidate| {
+                    let below: FxHashSet<ClassId> =
+                        self.subclasses_of(*candidate).into_iter().collect();
+                    definers
+                        .iter()
+                        .all(|other| other == candidate || below.contains(other))
+                })
+            })
+            .flatten();
+        if let Ok(mut memo) = self.hierarchy_memo.lock() {
+            memo.insert(method.to_string(), root);
+        }
+        root
     }
 
     /// The type of `instance.name` for an instance of `class`: its own fields and the
@@ -177,6 +213,35 @@ impl ProjectIndex<'_> {
         value
     }
 
+    /// The methods an attribute of a class (or of its bases) is bound to:
+    /// `self.<attribute> = self.<method>`.
+    fn bound_methods(&self, class: ClassId, attribute: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        let mut seen = FxHashSet::default();
+        let mut pending = vec![class];
+        while let Some(current) = pending.pop() {
+            if !seen.insert(current) || seen.len() > 32 {
+                continue;
+            }
+            for (field, path) in &self.class_summary(current).fields {
+                if field != attribute {
+                    continue;
+                }
+                if let (PathRoot::SelfOf(_), [PathStep::Attr(method)]) =
+                    (&path.root, path.steps.as_slice())
+                {
+                    if self.method_in_class(class, method).is_some()
+                        && !out.contains(&method.as_str())
+                    {
+                        out.push(method.as_str());
+                    }
+                }
+            }
+            pending.extend(self.bases_of(current));
+        }
+        out
+    }
+
     /// A method of a class or of its bases (no overrides).
     fn method_in_class(&self, class: ClassId, method: &str) -> Option<NodeId> {
         let name = &self.class_summary(class).name;
@@ -186,8 +251,17 @@ impl ProjectIndex<'_> {
     /// The functions a call of `method` on an instance of `class` may run: the method the class
     /// has or inherits, and every override in its subclasses.
     pub fn dispatch(&self, class: ClassId, method: &str, out: &mut Vec<NodeId>) {
-        if let Some(node) = self.method_in_class(class, method) {
-            out.push(node);
+        match self.method_in_class(class, method) {
+            Some(node) => out.push(node),
+            None => {
+                // `self.update = self.update_sliding_window`: a bound method held by an
+                // attribute runs when the attribute is called.
+                for bound in self.bound_methods(class, method) {
+                    if bound != method {
+                        self.dispatch(class, bound, out);
+                    }
+                }
+            }
         }
         for sub in self.subclasses_of(class) {
             if out.len() >= MAX_FANOUT {
@@ -230,6 +304,14 @@ impl ProjectIndex<'_> {
         let value = self.eval_path(module, receiver);
         let mut out = Vec::new();
         if value.elements {
+            return out;
+        }
+        if value.is_empty() {
+            // The receiver's type is not known: only a method defined in one hierarchy is
+            // followed.
+            if let Some(root) = self.unique_hierarchy(method) {
+                self.dispatch(root, method, &mut out);
+            }
             return out;
         }
         for &class in &value.classes {

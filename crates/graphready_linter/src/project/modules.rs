@@ -1,5 +1,7 @@
 //! Where a file sits in its package: the dotted module name Python would give it, from the
-//! `__init__.py` files of the folders above it.
+//! `__init__.py` files of the folders above it. A folder without one inside a package is a
+//! namespace portion (PEP 420: SGLang's `sglang/srt` has no `__init__.py`) and still names its
+//! modules; the search stops at a project root (`pyproject.toml`, `setup.py`, `.git`).
 
 use crate::ModuleInfo;
 use rustc_hash::FxHashMap;
@@ -16,19 +18,29 @@ impl PackageCache {
         if let Some(known) = self.packages.get(dir) {
             return known.clone();
         }
-        let package = if dir.join("__init__.py").is_file() {
+        let is_package = dir.join("__init__.py").is_file();
+        let is_root = ["pyproject.toml", "setup.py", "setup.cfg", ".git"]
+            .iter()
+            .any(|marker| dir.join(marker).exists());
+        let package = if is_root && !is_package {
+            None
+        } else {
             let name = dir.file_name()?.to_string_lossy().to_string();
             let absolute = std::path::absolute(dir).ok();
             let parent = absolute
                 .as_deref()
                 .and_then(Path::parent)
                 .map(Path::to_path_buf);
-            match parent.and_then(|parent| self.package_of(&parent)) {
+            let parent = if is_root {
+                None
+            } else {
+                parent.and_then(|parent| self.package_of(&parent))
+            };
+            match parent {
                 Some(parent) => Some(format!("{parent}.{name}")),
-                None => Some(name),
+                // A namespace folder names modules only inside a package.
+                None => is_package.then_some(name),
             }
-        } else {
-            None
         };
         self.packages.insert(dir.to_path_buf(), package.clone());
         package
@@ -73,5 +85,13 @@ mod tests {
         // Outside any package, a file is a top-level module.
         let script = cache.module_of(&dir.path().join("run.py"));
         assert_eq!(script.name.as_deref(), Some("run"));
+        // A folder without `__init__.py` inside a package is a namespace portion.
+        let portion = dir.path().join("engine/srt/runner");
+        std::fs::create_dir_all(&portion).unwrap();
+        let runner = cache.module_of(&portion.join("model_runner.py"));
+        assert_eq!(
+            runner.name.as_deref(),
+            Some("engine.srt.runner.model_runner")
+        );
     }
 }

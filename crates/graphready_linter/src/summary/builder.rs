@@ -261,6 +261,7 @@ impl<'a> SummaryBuilder<'a> {
             returns: Ty::Unknown,
             params,
             return_annotation,
+            return_paths: Vec::new(),
             decorators,
         });
         self.return_types.push(None);
@@ -311,6 +312,20 @@ impl<'a> SummaryBuilder<'a> {
 
     /// `return value`: what the function returns.
     pub(crate) fn returned(&mut self, model: &SemanticModel, value: Option<&Expr>) {
+        // Without an annotation, what the function returns is what its returns say.
+        let annotated = self
+            .building
+            .last()
+            .is_some_and(|function| function.return_annotation.is_some());
+        if !annotated {
+            if let Some(path) = value.and_then(|value| self.type_path(model, value)) {
+                if let Some(function) = self.building.last_mut() {
+                    if function.return_paths.len() < 8 && !function.return_paths.contains(&path) {
+                        function.return_paths.push(path);
+                    }
+                }
+            }
+        }
         let ty = value.map_or(Ty::Host, |value| model.ty(value));
         if let Some(slot) = self.return_types.last_mut() {
             *slot = Some(match *slot {

@@ -107,6 +107,8 @@ pub struct FunctionSummary {
     pub params: Vec<Param>,
     /// The class the return annotation names, when it names one.
     pub return_annotation: Option<TypeRef>,
+    /// Without a return annotation: the type paths of the returned values.
+    pub return_paths: Vec<TypePath>,
     /// The decorators' callables (`@dynamic_rope_update`, `@cache(...)`'s `cache`).
     pub decorators: Vec<Ref>,
 }
@@ -157,6 +159,8 @@ pub enum EntryReason {
     StepCaller,
     /// Called in the loop that drives the step.
     StepLoop,
+    /// A public function of a library that has no entry point of its own.
+    PublicApi,
 }
 
 impl EntryReason {
@@ -177,12 +181,15 @@ impl EntryReason {
             EntryReason::RunsModel => "runs the model outside the graph",
             EntryReason::StepCaller => "calls the code that runs the step",
             EntryReason::StepLoop => "called in the loop that drives the steps",
+            EntryReason::PublicApi => {
+                "public function of a library without entry points (callers capture it)"
+            }
         }
     }
 
     /// Explicit entries say how the code is really captured; their chains are preferred.
     pub const fn is_explicit(self) -> bool {
-        !matches!(self, EntryReason::ModuleForward)
+        !matches!(self, EntryReason::ModuleForward | EntryReason::PublicApi)
     }
 }
 

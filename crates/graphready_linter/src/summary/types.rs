@@ -67,4 +67,6 @@ impl TypePath {
 pub struct Param {
     pub name: String,
     pub annotation: Option<TypeRef>,
+    /// Annotated as a tensor already: a tensor argument tells the function nothing new.
+    pub tensor: bool,
 }

@@ -153,12 +153,16 @@ impl<'a> SummaryBuilder<'a> {
         function
             .parameters
             .iter_non_variadic_params()
-            .map(|parameter| Param {
-                name: parameter.parameter.name.id.to_string(),
-                annotation: parameter
-                    .parameter
-                    .annotation()
-                    .and_then(|annotation| self.annotation_type(model, annotation)),
+            .map(|parameter| {
+                let annotation = parameter.parameter.annotation();
+                Param {
+                    name: parameter.parameter.name.id.to_string(),
+                    annotation: annotation
+                        .and_then(|annotation| self.annotation_type(model, annotation)),
+                    tensor: annotation.is_some_and(|annotation| {
+                        model.annotation_ty(annotation) == crate::semantic::Ty::Tensor
+                    }),
+                }
             })
             .collect()
     }
