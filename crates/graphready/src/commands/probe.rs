@@ -10,8 +10,7 @@ use crate::printer::write_stdout;
 use crate::report::{Report, RuntimeSection};
 use anyhow::{bail, Context, Result};
 use graphready_probe::{
-    correlate, render_summary, run_probe, HarnessDir, Launcher, ProbeError, ProbeOptions,
-    RuntimeReport,
+    correlate, render_summary, run_probe, ProbeError, ProbeOptions, RuntimeReport,
 };
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -33,8 +32,10 @@ pub fn run(args: &ProbeArgs) -> Result<ExitCode> {
         bail!("--timeout must be at least 1 second");
     }
     let python = resolve_python(args.python.as_ref());
-    let harness = HarnessDir::create().context("writing the embedded probe harness")?;
-    let launcher = Launcher::python(python.clone(), harness.root());
+    // The installed `graphready` package of the same version, else the embedded copy.
+    let harness =
+        crate::harness::Harness::choose(&python).context("writing the embedded probe harness")?;
+    let launcher = harness.launcher(python.clone());
     let options = ProbeOptions {
         target: args.target.clone(),
         buckets,
