@@ -148,6 +148,7 @@ fn locate(
             chain: Vec::new(),
             message: raw.message,
             fix: raw.fix,
+            url: Some(graphready_diagnostics::rule_url(raw.rule.code())),
             offsets: (raw.range.start().to_u32(), raw.range.end().to_u32()),
             captured_only: raw.captured_only,
         })
@@ -176,6 +177,7 @@ pub(crate) fn unreadable(
         chain: Vec::new(),
         message,
         fix: None,
+        url: Some(graphready_diagnostics::rule_url(UNREADABLE_CODE)),
         offsets: (range.start().to_u32(), range.end().to_u32()),
         captured_only: false,
     }
