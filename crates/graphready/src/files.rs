@@ -110,12 +110,8 @@ pub fn analyse(
     show_scope: bool,
 ) -> Result<ProjectReport> {
     let workspace = Workspace::new(paths, overrides)?;
-    let options = project::Options {
-        settings: &workspace.settings,
-        hot_path: &workspace.hot_path,
-        scope,
-        show_scope,
-        timing: std::env::var_os("GRAPHREADY_TIMING").is_some(),
-    };
+    let mut options = project::Options::new(&workspace.settings, &workspace.hot_path, scope);
+    options.show_scope = show_scope;
+    options.timing = std::env::var_os("GRAPHREADY_TIMING").is_some();
     Ok(project::check(&options, |found| workspace.discover(found)))
 }
