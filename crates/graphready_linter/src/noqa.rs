@@ -1,5 +1,12 @@
 //! Suppression comments: `# noqa`, `# noqa: GR101, GR102` and `# graphready: ignore[GR101]`,
-//! each optionally followed by a reason, `-- why this is fine`.
+//! each optionally followed by a reason, `-- why this is fine`; and which of them suppress
+//! nothing (`GR001`).
+
+use crate::registry::{Rule, RuleSet};
+use crate::{UNREADABLE_CODE, UNUSED_SUPPRESSION_CODE};
+use graphready_diagnostics::{Diagnostic, Reach, Severity};
+use ruff_source_file::LineIndex;
+use ruff_text_size::{TextRange, TextSize};
 
 /// What a line's comment suppresses.
 #[derive(Debug, PartialEq, Eq)]
@@ -200,6 +207,112 @@ pub fn directives(source: &str) -> Vec<Directive> {
     found
 }
 
+/// A directive that suppresses nothing: the codes it names in vain (none for a
+/// `# graphready: ignore` without codes), and those that name no graphready rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unused {
+    pub directive: Directive,
+    pub idle: Vec<String>,
+    pub unknown: Vec<String>,
+}
+
+/// The directives of a file that suppress nothing, given the (line, code) of every finding
+/// suppressed in the file. Codes of rules disabled in the file are not
+/// judged: the suppression may serve another configuration.
+pub fn unused(directives: &[Directive], used: &[(u32, String)], rules: RuleSet) -> Vec<Unused> {
+    let mut unused = Vec::new();
+    for directive in directives {
+        let used_here = || used.iter().filter(|(line, _)| *line == directive.line);
+        if directive.all {
+            if used_here().next().is_none() {
+                unused.push(Unused {
+                    directive: directive.clone(),
+                    idle: Vec::new(),
+                    unknown: Vec::new(),
+                });
+            }
+            continue;
+        }
+        let mut idle = Vec::new();
+        let mut unknown = Vec::new();
+        for code in &directive.codes {
+            if code == UNREADABLE_CODE || code == UNUSED_SUPPRESSION_CODE {
+                continue;
+            }
+            match Rule::from_code(code) {
+                None => unknown.push(code.clone()),
+                Some(rule) if rules.contains(rule) => {
+                    if !used_here().any(|(_, used)| used.eq_ignore_ascii_case(code)) {
+                        idle.push(code.clone());
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        if !idle.is_empty() || !unknown.is_empty() {
+            unused.push(Unused {
+                directive: directive.clone(),
+                idle,
+                unknown,
+            });
+        }
+    }
+    unused
+}
+
+/// The `GR001` finding for one unused directive.
+pub fn unused_diagnostic(
+    path: &str,
+    source: &str,
+    index: &LineIndex,
+    Unused {
+        directive,
+        idle,
+        unknown,
+    }: &Unused,
+) -> Diagnostic {
+    let quoted = |codes: &[String]| {
+        codes
+            .iter()
+            .map(|code| format!("`{code}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut parts = Vec::new();
+    if directive.all {
+        parts.push("`graphready: ignore` suppresses nothing on this line".to_string());
+    }
+    if !idle.is_empty() {
+        parts.push(format!(
+            "the suppression of {} matches no finding on this line",
+            quoted(idle)
+        ));
+    }
+    if !unknown.is_empty() {
+        parts.push(format!("{} names no graphready rule", quoted(unknown)));
+    }
+    let range = TextRange::new(
+        TextSize::new(directive.range.0),
+        TextSize::new(directive.range.1),
+    );
+    let range = crate::clamp(range, source);
+    Diagnostic {
+        code: UNUSED_SUPPRESSION_CODE.to_string(),
+        name: "unused-suppression".to_string(),
+        severity: Severity::Warning,
+        reach: Reach::Unknown,
+        path: path.to_string(),
+        span: crate::span(index, source, range),
+        function: None,
+        chain: Vec::new(),
+        message: parts.join("; "),
+        fix: Some("Remove the codes that suppress nothing, or the whole comment".to_string()),
+        url: Some(graphready_diagnostics::rule_url(UNUSED_SUPPRESSION_CODE)),
+        offsets: (range.start().to_u32(), range.end().to_u32()),
+        captured_only: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,6 +406,31 @@ mod tests {
         assert_eq!(
             &source[start as usize..end as usize],
             "# graphready: ignore[GR999]"
+        );
+    }
+
+    #[test]
+    fn unused_judges_enabled_and_unknown_codes_only() {
+        let source = "a  # noqa: GR101, GR102\nb  # graphready: ignore\nc  # graphready: ignore\n\
+                      d  # noqa: GR999, GR000\ne  # noqa: GR203\n";
+        let used = vec![(1, "GR101".to_string()), (3, "GR104".to_string())];
+        let rules: RuleSet = [Rule::from_code("GR101"), Rule::from_code("GR102")]
+            .into_iter()
+            .flatten()
+            .collect();
+        let found: Vec<(u32, Vec<String>, Vec<String>)> = unused(&directives(source), &used, rules)
+            .into_iter()
+            .map(|u| (u.directive.line, u.idle, u.unknown))
+            .collect();
+        // Line 1: GR102 is enabled and unused; line 2: nothing there; line 3: used by GR104;
+        // line 4: GR999 is unknown, GR000 is graphready's own; line 5: GR203 is not enabled.
+        assert_eq!(
+            found,
+            vec![
+                (1, vec!["GR102".to_string()], vec![]),
+                (2, vec![], vec![]),
+                (4, vec![], vec!["GR999".to_string()]),
+            ]
         );
     }
 }

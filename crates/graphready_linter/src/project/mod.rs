@@ -16,19 +16,19 @@ mod modules;
 pub mod scope;
 
 use crate::hot_path::{HotPath, HotPathSettings};
-use crate::noqa::Directive;
-use crate::registry::{Rule, RuleSet};
+use crate::noqa::{self, Directive};
+use crate::registry::RuleSet;
 use crate::settings::Settings;
 use crate::summary::ModuleSummary;
 use crate::{
     ExternalReturns, FileAnalysis, ModuleInfo, SuppressedFinding, UNREADABLE_CODE,
     UNUSED_SUPPRESSION_CODE,
 };
-use graphready_diagnostics::{Diagnostic, FileDiagnostics, Reach, Severity};
+use graphready_diagnostics::{Diagnostic, FileDiagnostics, Reach};
 use modules::PackageCache;
 use rayon::prelude::*;
 use ruff_source_file::LineIndex;
-use ruff_text_size::{TextRange, TextSize};
+use ruff_text_size::TextRange;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -255,7 +255,7 @@ pub fn check(
                     });
                 }
             }
-            let unused = unused_suppressions(
+            let unused = noqa::unused(
                 &outcome.directives,
                 &outcome.used,
                 file_rules(options, file),
@@ -272,8 +272,8 @@ pub fn check(
                 .map(Arc::<str>::from);
             if let Some(text) = source.as_deref() {
                 let index = LineIndex::from_source_text(text);
-                for directive in &unused {
-                    diagnostics.push(unused_diagnostic(&outcome.path, text, &index, directive));
+                for unused in &unused {
+                    diagnostics.push(noqa::unused_diagnostic(&outcome.path, text, &index, unused));
                 }
             }
             Some(FileDiagnostics::new(outcome.path, source, diagnostics))
@@ -508,7 +508,7 @@ fn check_file(
     let judge = options.unused_suppressions && options.reports(&candidate.file.path);
     // Phase 3 (`external`) adds the suppressions it used to phase 1's comments.
     let directives = if judge && external.is_none() {
-        crate::noqa::directives(&source)
+        noqa::directives(&source)
     } else {
         Vec::new()
     };
@@ -528,95 +528,6 @@ fn check_file(
         directives,
         used,
     })
-}
-
-/// The directives of a file that suppress nothing, each with the codes it names in vain (empty
-/// for a `# graphready: ignore` without codes). Codes of rules disabled in the file are not
-/// judged: the suppression may serve another configuration.
-fn unused_suppressions(
-    directives: &[Directive],
-    used: &[(u32, String)],
-    rules: RuleSet,
-) -> Vec<(Directive, Vec<String>, Vec<String>)> {
-    let mut unused = Vec::new();
-    for directive in directives {
-        let used_here = || used.iter().filter(|(line, _)| *line == directive.line);
-        if directive.all {
-            if used_here().next().is_none() {
-                unused.push((directive.clone(), Vec::new(), Vec::new()));
-            }
-            continue;
-        }
-        let mut idle = Vec::new();
-        let mut unknown = Vec::new();
-        for code in &directive.codes {
-            if code == UNREADABLE_CODE || code == UNUSED_SUPPRESSION_CODE {
-                continue;
-            }
-            match Rule::from_code(code) {
-                None => unknown.push(code.clone()),
-                Some(rule) if rules.contains(rule) => {
-                    if !used_here().any(|(_, used)| used.eq_ignore_ascii_case(code)) {
-                        idle.push(code.clone());
-                    }
-                }
-                Some(_) => {}
-            }
-        }
-        if !idle.is_empty() || !unknown.is_empty() {
-            unused.push((directive.clone(), idle, unknown));
-        }
-    }
-    unused
-}
-
-/// The `GR001` finding for one unused directive.
-fn unused_diagnostic(
-    path: &str,
-    source: &str,
-    index: &LineIndex,
-    (directive, idle, unknown): &(Directive, Vec<String>, Vec<String>),
-) -> Diagnostic {
-    let quoted = |codes: &[String]| {
-        codes
-            .iter()
-            .map(|code| format!("`{code}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let mut parts = Vec::new();
-    if directive.all {
-        parts.push("`graphready: ignore` suppresses nothing on this line".to_string());
-    }
-    if !idle.is_empty() {
-        parts.push(format!(
-            "the suppression of {} matches no finding on this line",
-            quoted(idle)
-        ));
-    }
-    if !unknown.is_empty() {
-        parts.push(format!("{} names no graphready rule", quoted(unknown)));
-    }
-    let range = TextRange::new(
-        TextSize::new(directive.range.0),
-        TextSize::new(directive.range.1),
-    );
-    let range = crate::clamp(range, source);
-    Diagnostic {
-        code: UNUSED_SUPPRESSION_CODE.to_string(),
-        name: "unused-suppression".to_string(),
-        severity: Severity::Warning,
-        reach: Reach::Unknown,
-        path: path.to_string(),
-        span: crate::span(index, source, range),
-        function: None,
-        chain: Vec::new(),
-        message: parts.join("; "),
-        fix: Some("Remove the codes that suppress nothing, or the whole comment".to_string()),
-        url: Some(graphready_diagnostics::rule_url(UNUSED_SUPPRESSION_CODE)),
-        offsets: (range.start().to_u32(), range.end().to_u32()),
-        captured_only: false,
-    }
 }
 
 /// The process's resident memory in KiB (Linux; 0 elsewhere), for [`Timing`].
