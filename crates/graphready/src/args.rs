@@ -105,6 +105,21 @@ pub struct CheckArgs {
     /// Print the entry points found (and why), the eager breaks and the reachable functions.
     #[arg(long)]
     pub show_scope: bool,
+    /// Apply the excludes (configured and default) to paths named on the command line too;
+    /// without it a named path is checked even where an exclude would skip it.
+    #[arg(long)]
+    pub force_exclude: bool,
+    /// Read the source from standard input and check it as the file PATH (with PATH's
+    /// configuration and project; the file need not exist).
+    #[arg(long, value_name = "PATH", conflicts_with = "paths")]
+    pub stdin_filename: Option<PathBuf>,
+    /// Print the findings only: no closing line, no notes or warnings on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Also report suppression comments that suppress nothing (GR001): `# graphready:
+    /// ignore[...]`, and `# noqa: ...` naming graphready codes (a bare `# noqa` is never judged).
+    #[arg(long)]
+    pub report_unused_suppressions: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

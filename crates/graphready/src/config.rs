@@ -8,8 +8,9 @@ use graphready_linter::settings::{DebugGuard, DEFAULT_CAPTURE_PREDICATES};
 use graphready_linter::HotPathSettings;
 use graphready_linter::{RuleSet, Settings};
 use serde::Deserialize;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// The options as written. Every field is optional; unknown keys are errors.
 #[derive(Debug, Default, Deserialize)]
@@ -61,6 +62,8 @@ pub struct Resolved {
 pub struct FileFilters {
     /// The folder globs are relative to.
     root: PathBuf,
+    /// The working folder, against which relative paths (`./tests/a.py`) are made absolute.
+    cwd: PathBuf,
     per_file_ignores: Vec<(GlobSet, RuleSet)>,
     exclude: GlobSet,
 }
@@ -87,7 +90,13 @@ const DEFAULT_EXCLUDES: &[&str] = &[
 ];
 
 impl FileFilters {
-    /// Whether a file or folder is excluded by the configured globs or the defaults.
+    /// The folder the globs are relative to: the configuration's, else the working folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether a file or folder met in a walk is excluded by the configured globs or the
+    /// defaults (matched on its own name: the walk has already judged the folders above it).
     pub fn is_excluded(&self, path: &Path) -> bool {
         if path
             .file_name()
@@ -96,16 +105,44 @@ impl FileFilters {
         {
             return true;
         }
-        let relative = path.strip_prefix(&self.root).unwrap_or(path);
-        self.exclude.is_match(relative) || self.exclude.is_match(path)
+        if self.exclude.is_empty() {
+            return false;
+        }
+        self.exclude.is_match(self.relative(path)) || self.exclude.is_match(path)
+    }
+
+    /// Whether a path named on the command line is excluded (`--force-exclude`): any folder
+    /// on its way down from the configuration root, or the path itself, is excluded by name or
+    /// by a glob.
+    pub fn is_excluded_named(&self, path: &Path) -> bool {
+        let relative = self.relative(path);
+        let mut prefix = PathBuf::new();
+        for component in relative.components() {
+            let Component::Normal(name) = component else {
+                prefix.push(component);
+                continue;
+            };
+            prefix.push(name);
+            if name
+                .to_str()
+                .is_some_and(|name| DEFAULT_EXCLUDES.contains(&name))
+                || self.exclude.is_match(&prefix)
+            {
+                return true;
+            }
+        }
+        false
     }
 
     /// The rules disabled for one file by `per-file-ignores`.
     pub fn ignored_for(&self, path: &Path) -> RuleSet {
-        let relative = path.strip_prefix(&self.root).unwrap_or(path);
         let mut ignored = RuleSet::empty();
+        if self.per_file_ignores.is_empty() {
+            return ignored;
+        }
+        let relative = self.relative(path);
         for (globs, rules) in &self.per_file_ignores {
-            if globs.is_match(relative) || globs.is_match(path) {
+            if globs.is_match(&relative) || globs.is_match(path) {
                 for rule in rules.iter() {
                     ignored.insert(rule);
                 }
@@ -113,24 +150,62 @@ impl FileFilters {
         }
         ignored
     }
+
+    /// A path relative to the configuration root, when it lies under it; otherwise as given,
+    /// without a leading `./`.
+    fn relative<'p>(&self, path: &'p Path) -> Cow<'p, Path> {
+        if let Ok(relative) = path.strip_prefix(&self.root) {
+            return Cow::Borrowed(relative);
+        }
+        let absolute = normalize(path, &self.cwd);
+        match absolute.strip_prefix(&self.root) {
+            Ok(relative) => Cow::Owned(relative.to_path_buf()),
+            Err(_) => Cow::Borrowed(path.strip_prefix(".").unwrap_or(path)),
+        }
+    }
+}
+
+/// `path` made absolute against `cwd`, with `.` and `..` resolved lexically (symbolic links are
+/// not followed).
+pub fn normalize(path: &Path, cwd: &Path) -> PathBuf {
+    let joined;
+    let path = if path.is_absolute() {
+        path
+    } else {
+        joined = cwd.join(path);
+        &joined
+    };
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The working folder, or `.` when it cannot be read.
+pub fn current_dir() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
 }
 
 /// Finds the configuration for a path: an explicit `--config`, else the nearest
 /// `graphready.toml` or `pyproject.toml` with a `[tool.graphready]` table above it.
 pub fn find(path: &Path, overrides: &Overrides) -> Result<Resolved> {
     if overrides.isolated {
-        let root = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        return resolve(Options::default(), None, root, overrides);
+        return resolve(Options::default(), None, current_dir(), overrides);
     }
     if let Some(config) = &overrides.config {
         let options = load(config)?
             .with_context(|| format!("{} has no [tool.graphready] table", config.display()))?;
-        let root = config
-            .parent()
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let root = normalize(config.parent().unwrap_or(Path::new("")), &current_dir());
         return resolve(options, Some(config.clone()), root, overrides);
     }
-    let start = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let start = normalize(path, &current_dir());
     let mut dir = if start.is_dir() {
         Some(start.as_path())
     } else {
@@ -147,8 +222,7 @@ pub fn find(path: &Path, overrides: &Overrides) -> Result<Resolved> {
         }
         dir = current.parent();
     }
-    let root = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    resolve(Options::default(), None, root, overrides)
+    resolve(Options::default(), None, current_dir(), overrides)
 }
 
 /// Reads the options from a file; `None` for a `pyproject.toml` without our table.
@@ -204,7 +278,8 @@ fn selectors(codes: &[String], key: &str, source: &Option<PathBuf>) -> Result<Ru
     Ok(set)
 }
 
-fn globs(patterns: &[String], key: &str, source: &Option<PathBuf>) -> Result<GlobSet> {
+/// A glob set; with `below`, a pattern `dir` also matches everything below `dir`.
+fn globs(patterns: &[String], key: &str, source: &Option<PathBuf>, below: bool) -> Result<GlobSet> {
     let mut builder = GlobSetBuilder::new();
     for pattern in patterns {
         let place = source.as_ref().map_or_else(
@@ -214,8 +289,7 @@ fn globs(patterns: &[String], key: &str, source: &Option<PathBuf>) -> Result<Glo
         let glob = Glob::new(pattern)
             .with_context(|| format!("invalid value in {place}: `{key}` pattern `{pattern}`"))?;
         builder.add(glob);
-        // `dir` also excludes everything below it, as users expect.
-        if !pattern.ends_with("/**") {
+        if below && !pattern.ends_with("/**") {
             if let Ok(glob) = Glob::new(&format!("{}/**", pattern.trim_end_matches('/'))) {
                 builder.add(glob);
             }
@@ -255,13 +329,22 @@ fn resolve(
     }
     let mut per_file_ignores = Vec::new();
     for (pattern, codes) in options.per_file_ignores.iter().flatten() {
-        let set = globs(std::slice::from_ref(pattern), "per-file-ignores", &source)?;
+        // `dir` also covers everything below it, as users expect.
+        let set = globs(
+            std::slice::from_ref(pattern),
+            "per-file-ignores",
+            &source,
+            true,
+        )?;
         per_file_ignores.push((set, selectors(codes, "per-file-ignores", &source)?));
     }
+    // Without `dir/**`: a walk skips an excluded folder with everything below it, while a
+    // folder named on the command line is walked, its entries judged on their own.
     let exclude = globs(
         options.exclude.as_deref().unwrap_or_default(),
         "exclude",
         &source,
+        false,
     )?;
     let mut debug_guards = Vec::new();
     for guard in options.debug_guards.iter().flatten() {
@@ -299,6 +382,7 @@ fn resolve(
         },
         files: FileFilters {
             root,
+            cwd: current_dir(),
             per_file_ignores,
             exclude,
         },

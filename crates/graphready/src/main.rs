@@ -4,6 +4,7 @@ mod args;
 mod commands;
 mod config;
 mod files;
+mod harness;
 mod printer;
 mod report;
 

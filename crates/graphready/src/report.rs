@@ -2,6 +2,7 @@
 //! `docs/report.md`; bump [`SCHEMA_VERSION`] on any incompatible change.
 
 use graphready_diagnostics::{Diagnostic, Severity};
+use graphready_linter::project::Suppressed;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -45,6 +46,9 @@ pub struct Report {
     pub schema_version: u32,
     pub tool: Tool,
     pub findings: Vec<Diagnostic>,
+    /// Findings silenced by suppression comments (only from `graphready check`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppressed: Option<Vec<Suppressed>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -53,9 +57,15 @@ pub struct Report {
 }
 
 impl Report {
-    /// A report of static findings only.
-    pub fn check_only(findings: Vec<Diagnostic>, files_checked: usize) -> Self {
-        Self::build(findings, files_checked, None, true, None)
+    /// A report of static findings only, with the findings suppression comments silenced.
+    pub fn check_only(
+        findings: Vec<Diagnostic>,
+        suppressed: Vec<Suppressed>,
+        files_checked: usize,
+    ) -> Self {
+        let mut report = Self::build(findings, files_checked, None, true, None);
+        report.suppressed = Some(suppressed);
+        report
     }
 
     /// A report merging static findings with a probe run.
@@ -95,6 +105,7 @@ impl Report {
                 files_checked,
             },
             findings,
+            suppressed: None,
             runtime,
             correlation,
         }

@@ -495,3 +495,83 @@ fn configured_debug_guards_silence_debug_only_code() {
     let source = std::fs::read_to_string(&fixture).unwrap();
     assert_eq!(findings_by_line(&report), expected_markers(&source));
 }
+
+/// Issue 14: every finding links its rule's page (JSON `url`, SARIF `helpUri`, a note in text
+/// frames); the pages exist for every rule and for graphready's own codes, under the
+/// workspace's `repository`.
+#[test]
+fn every_finding_links_its_rule_page() {
+    let manifest = std::fs::read_to_string(repo_root().join("Cargo.toml")).unwrap();
+    let repository = manifest
+        .lines()
+        .find_map(|line| line.strip_prefix("repository = "))
+        .unwrap()
+        .trim_matches('"');
+    let base = format!("{repository}/blob/main/docs/rules/");
+    let page = |url: &str| -> PathBuf {
+        let name = url
+            .strip_prefix(&base)
+            .unwrap_or_else(|| panic!("{url} is not under {base}"));
+        repo_root().join("docs/rules").join(name)
+    };
+
+    let rules: Value =
+        serde_json::from_slice(&run(&["rules", "--output-format", "json"]).stdout).unwrap();
+    let mut codes: Vec<String> = rules
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|rule| rule["code"].as_str().unwrap().to_string())
+        .collect();
+    codes.extend(["GR000".to_string(), "GR001".to_string()]);
+    for code in &codes {
+        let path = page(&format!("{base}{code}.md"));
+        assert!(path.is_file(), "{code}: no page at {}", path.display());
+    }
+
+    let output = run(&["check", "--isolated", "--output-format", "json", EXAMPLE]);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    for finding in report["findings"].as_array().unwrap() {
+        let url = finding["url"].as_str().unwrap();
+        assert_eq!(
+            url,
+            format!("{base}{}.md", finding["code"].as_str().unwrap())
+        );
+    }
+
+    let output = run(&["check", "--isolated", "--output-format", "sarif", EXAMPLE]);
+    let sarif: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let rules = sarif["runs"][0]["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap();
+    assert!(!rules.is_empty());
+    for rule in rules {
+        let url = rule["helpUri"].as_str().unwrap();
+        assert_eq!(url, format!("{base}{}.md", rule["id"].as_str().unwrap()));
+    }
+
+    let output = run(&["check", "--isolated", "--color", "never", EXAMPLE]);
+    let text = stdout(&output);
+    let frames = text.matches("error[").count() + text.matches("warning[").count();
+    assert!(frames > 0);
+    assert_eq!(
+        text.matches(&format!("= note: see {base}")).count(),
+        frames,
+        "{text}"
+    );
+}
+
+/// Issue 14: `GR000` findings carry a page too.
+#[test]
+fn unreadable_files_link_their_page() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("broken.py"), "import torch\ndef f(:\n").unwrap();
+    let output = graphready()
+        .args(["check", "--isolated", "--output-format", "json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let url = report["findings"][0]["url"].as_str().unwrap();
+    assert!(url.ends_with("/docs/rules/GR000.md"), "{url}");
+}

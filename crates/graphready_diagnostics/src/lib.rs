@@ -10,6 +10,15 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Arc;
 
+/// Where each code's documentation page lives: `<RULE_DOCS_URL><CODE>.md`, the `docs/rules`
+/// folder of the repository (`repository` in the workspace's `Cargo.toml`).
+pub const RULE_DOCS_URL: &str = "https://github.com/graphready/graphready/blob/main/docs/rules/";
+
+/// The documentation page of a code (`GR101`, and the tool's own `GR000` and `GR001`).
+pub fn rule_url(code: &str) -> String {
+    format!("{RULE_DOCS_URL}{code}.md")
+}
+
 /// How much a finding matters. Serialised in lowercase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -107,6 +116,9 @@ pub struct Diagnostic {
     /// Imperative hint naming the graph-safe alternative.
     #[serde(default)]
     pub fix: Option<String>,
+    /// The rule's documentation page ([`rule_url`]).
+    #[serde(default)]
+    pub url: Option<String>,
     /// Byte offsets of the span in the source, for printers that render code frames.
     #[serde(skip)]
     pub offsets: (u32, u32),

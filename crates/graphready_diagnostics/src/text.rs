@@ -8,6 +8,24 @@ use std::fmt::Write as _;
 
 /// Renders every finding of `files` as a code frame (in path and position order), then the count.
 pub fn render(files: &[FileDiagnostics], color: bool) -> String {
+    let mut out = render_findings(files, color);
+    let total: usize = files.iter().map(|file| file.diagnostics.len()).sum();
+    out.push_str(&count_line(total));
+    out
+}
+
+/// The closing line: `All checks passed.` or the number of findings.
+pub fn count_line(total: usize) -> String {
+    match total {
+        0 => "All checks passed.\n".to_string(),
+        1 => "Found 1 finding.\n".to_string(),
+        n => format!("Found {n} findings.\n"),
+    }
+}
+
+/// Renders every finding of `files` as a code frame, in path and position order, and nothing
+/// else.
+pub fn render_findings(files: &[FileDiagnostics], color: bool) -> String {
     let mut by_path: Vec<&FileDiagnostics> = files.iter().collect();
     by_path.sort_by(|a, b| a.path.cmp(&b.path));
     // Files render independently; code frames are the costly part of a large report.
@@ -28,16 +46,7 @@ pub fn render(files: &[FileDiagnostics], color: bool) -> String {
             out
         })
         .collect();
-    let total: usize = files.iter().map(|file| file.diagnostics.len()).sum();
-    let mut out = rendered.concat();
-    match total {
-        0 => out.push_str("All checks passed.\n"),
-        1 => out.push_str("Found 1 finding.\n"),
-        n => {
-            let _ = writeln!(out, "Found {n} findings.");
-        }
-    }
-    out
+    rendered.concat()
 }
 
 fn level(severity: Severity) -> Level {
@@ -66,6 +75,10 @@ fn render_one(
     }
     if let Some(chain) = &chain {
         footers.push(Level::Note.title(chain));
+    }
+    let docs = diagnostic.url.as_ref().map(|url| format!("see {url}"));
+    if let Some(docs) = &docs {
+        footers.push(Level::Note.title(docs));
     }
     let Some(source) = file.source.as_deref() else {
         let location = format!(

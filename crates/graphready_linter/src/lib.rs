@@ -28,6 +28,10 @@ use ruff_text_size::{TextRange, TextSize};
 /// The code of the diagnostic for a file that could not be read or parsed.
 pub const UNREADABLE_CODE: &str = "GR000";
 
+/// The code of the diagnostic for a suppression comment that suppresses nothing
+/// ([`project::Options::unused_suppressions`]).
+pub const UNUSED_SUPPRESSION_CODE: &str = "GR001";
+
 /// Where a file sits in its project, for relative imports.
 #[derive(Debug, Clone, Default)]
 pub struct ModuleInfo {
@@ -49,7 +53,16 @@ pub(crate) type ExternalReturns = rustc_hash::FxHashMap<String, semantic::Ty>;
 #[derive(Debug, Default)]
 pub(crate) struct FileAnalysis {
     pub diagnostics: Vec<Diagnostic>,
+    /// Findings that a suppression comment silenced, with the comment's reason.
+    pub suppressed: Vec<SuppressedFinding>,
     pub summary: summary::ModuleSummary,
+}
+
+/// A finding silenced by a suppression comment on its line.
+#[derive(Debug, Clone)]
+pub(crate) struct SuppressedFinding {
+    pub diagnostic: Diagnostic,
+    pub reason: Option<String>,
 }
 
 /// The settings of one file: its configuration's, with the file's own rule set (per-file
@@ -102,6 +115,7 @@ pub(crate) fn analyze(
             let message = format!("file could not be parsed: {}", error.error);
             return FileAnalysis {
                 diagnostics: vec![unreadable(source, path, range, message)],
+                suppressed: Vec::new(),
                 summary: summary::ModuleSummary {
                     path: path.to_string(),
                     module: module.name.clone(),
@@ -123,29 +137,32 @@ pub(crate) fn analyze(
     .run(parsed.syntax());
     let mut summary = analysis.summary;
     summary.path = path.to_string();
+    let (diagnostics, suppressed) = locate(source, path, &analysis.lines, analysis.diagnostics);
     FileAnalysis {
-        diagnostics: locate(source, path, &analysis.lines, analysis.diagnostics),
+        diagnostics,
+        suppressed,
         summary,
     }
 }
 
+/// Locates the raw findings in the source and applies the suppression comments: the findings
+/// reported, and those a comment silenced (with its reason).
 fn locate(
     source: &str,
     path: &str,
     index: &LineIndex,
     raw: Vec<checker::RawDiagnostic>,
-) -> Vec<Diagnostic> {
+) -> (Vec<Diagnostic>, Vec<SuppressedFinding>) {
     if raw.is_empty() {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
-    let mut diagnostics: Vec<Diagnostic> = raw
-        .into_iter()
-        .filter(|raw| {
-            let line = index.line_index(raw.range.start());
-            let text = line_text(index, source, line.get());
-            !noqa::parse_line(text).is_some_and(|s| s.covers(raw.rule.code()))
-        })
-        .map(|raw| Diagnostic {
+    let mut diagnostics = Vec::with_capacity(raw.len());
+    let mut suppressed: Vec<SuppressedFinding> = Vec::new();
+    for raw in raw {
+        let line = index.line_index(raw.range.start());
+        let text = line_text(index, source, line.get());
+        let comment = noqa::parse_line(text).filter(|c| c.covers(raw.rule.code()));
+        let diagnostic = Diagnostic {
             code: raw.rule.code().to_string(),
             name: raw.rule.name().to_string(),
             severity: raw.rule.severity(),
@@ -156,12 +173,23 @@ fn locate(
             chain: Vec::new(),
             message: raw.message,
             fix: raw.fix,
+            url: Some(graphready_diagnostics::rule_url(raw.rule.code())),
             offsets: (raw.range.start().to_u32(), raw.range.end().to_u32()),
             captured_only: raw.captured_only,
-        })
-        .collect();
+        };
+        match comment {
+            None => diagnostics.push(diagnostic),
+            Some(comment) => suppressed.push(SuppressedFinding {
+                diagnostic,
+                reason: comment.reason.map(str::to_string),
+            }),
+        }
+    }
     diagnostics.dedup_by(|a, b| a.code == b.code && a.offsets == b.offsets);
-    diagnostics
+    suppressed.dedup_by(|a, b| {
+        a.diagnostic.code == b.diagnostic.code && a.diagnostic.offsets == b.diagnostic.offsets
+    });
+    (diagnostics, suppressed)
 }
 
 /// The diagnostic for a file that could not be read, decoded or parsed.
@@ -184,6 +212,7 @@ pub(crate) fn unreadable(
         chain: Vec::new(),
         message,
         fix: None,
+        url: Some(graphready_diagnostics::rule_url(UNREADABLE_CODE)),
         offsets: (range.start().to_u32(), range.end().to_u32()),
         captured_only: false,
     }

@@ -32,13 +32,7 @@ fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn check(scope: Scope) -> Vec<(String, u32, String, String, Vec<String>)> {
     let settings = Settings::default();
     let hot_path = HotPathSettings::default();
-    let options = Options {
-        settings: std::slice::from_ref(&settings),
-        hot_path: &hot_path,
-        scope,
-        show_scope: false,
-        timing: false,
-    };
+    let options = Options::new(std::slice::from_ref(&settings), &hot_path, scope);
     let root = project_dir();
     let mut files = Vec::new();
     python_files(&root.join("engine"), &mut files);

@@ -36,13 +36,7 @@ fn check(fixture: &Path, rules: RuleSet) -> Vec<FileDiagnostics> {
         ..Settings::default()
     };
     let hot_path = HotPathSettings::default();
-    let options = Options {
-        settings: std::slice::from_ref(&settings),
-        hot_path: &hot_path,
-        scope: Scope::All,
-        show_scope: false,
-        timing: false,
-    };
+    let options = Options::new(std::slice::from_ref(&settings), &hot_path, Scope::All);
     let absolute = crate_dir().join(fixture);
     let mut files = project::check(&options, |found| {
         found(SourceFile {

@@ -12,8 +12,8 @@ use crate::printer::write_stdout;
 use crate::report::{Report, RuntimeSection};
 use anyhow::{bail, Context, Result};
 use graphready_probe::{
-    correlate, render_summary_with, run_probe_with_progress, FrameDisplay, HarnessDir, Launcher,
-    ProbeError, ProbeOptions, Progress, RuntimeReport,
+    correlate, render_summary_with, run_probe_with_progress, FrameDisplay, ProbeError,
+    ProbeOptions, Progress, RuntimeReport,
 };
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write as _};
@@ -36,8 +36,10 @@ pub fn run(args: &ProbeArgs) -> Result<ExitCode> {
         bail!("--timeout must be at least 1 second");
     }
     let python = resolve_python(args.python.as_ref());
-    let harness = HarnessDir::create().context("writing the embedded probe harness")?;
-    let launcher = Launcher::python(python.clone(), harness.root());
+    // The installed `graphready` package of the same version, else the embedded copy.
+    let harness =
+        crate::harness::Harness::choose(&python).context("writing the embedded probe harness")?;
+    let launcher = harness.launcher(python.clone());
     let mut options = ProbeOptions::new(
         args.target.clone(),
         buckets,

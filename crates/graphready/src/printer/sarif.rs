@@ -81,6 +81,7 @@ pub fn render(diagnostics: &[Diagnostic]) -> String {
                 "shortDescription": {"text": rule.summary()},
                 "fullDescription": {"text": rule.docs()},
                 "help": {"text": rule.docs(), "markdown": rule.docs()},
+                "helpUri": graphready_diagnostics::rule_url(rule.code()),
                 "defaultConfiguration": {"level": level(rule.severity())},
                 "properties": {"family": rule.family().as_str()},
             })

@@ -68,6 +68,8 @@ pub struct HotPath<'s> {
     tensor_params: FxHashMap<NodeId, Vec<String>>,
     /// Configured names that matched no function.
     pub unmatched: Vec<String>,
+    /// No entry point of its own: the public functions were taken as entries (a library).
+    pub library: bool,
 }
 
 impl<'s> HotPath<'s> {
@@ -176,7 +178,8 @@ impl<'s> HotPath<'s> {
         }
         // A library (no capture site, no compiled or graphed callable, no module forward, no
         // configured entry): its public functions are what downstream code captures.
-        if explicit.is_empty() && defaults.is_empty() {
+        let library = explicit.is_empty() && defaults.is_empty();
+        if library {
             explicit.extend(
                 index
                     .nodes()
@@ -240,6 +243,7 @@ impl<'s> HotPath<'s> {
             drivers,
             driven_by,
             unmatched,
+            library,
         }
     }
 

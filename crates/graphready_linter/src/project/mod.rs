@@ -16,15 +16,22 @@ mod modules;
 pub mod scope;
 
 use crate::hot_path::{HotPath, HotPathSettings};
+use crate::noqa::{self, Directive};
 use crate::registry::RuleSet;
 use crate::semantic::ProjectFacts;
 use crate::settings::Settings;
 use crate::summary::ModuleSummary;
-use crate::{ExternalReturns, FileAnalysis, ModuleInfo, UNREADABLE_CODE};
+use crate::{
+    ExternalReturns, FileAnalysis, ModuleInfo, SuppressedFinding, UNREADABLE_CODE,
+    UNUSED_SUPPRESSION_CODE,
+};
 use graphready_diagnostics::{Diagnostic, FileDiagnostics, Reach};
 use modules::PackageCache;
 use rayon::prelude::*;
+use ruff_source_file::LineIndex;
 use ruff_text_size::TextRange;
+use rustc_hash::FxHashSet;
+use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -62,6 +69,42 @@ pub struct Options<'s> {
     pub show_scope: bool,
     /// Measure phase times and resident memory ([`ProjectReport::timing`]).
     pub timing: bool,
+    /// Report only the findings of these files (paths as discovery hands them out); the other
+    /// files still take part in the call graph and the cross-module types. `None`: every file.
+    pub report_only: Option<&'s FxHashSet<PathBuf>>,
+    /// Source text that stands for one file's content on disk (standard input, an editor's
+    /// unsaved buffer), by the path discovery hands out; the file need not exist.
+    pub source_override: Option<(&'s Path, &'s [u8])>,
+    /// Report suppression comments that suppress nothing (`GR001`): `# graphready: ignore`,
+    /// and `# noqa: ...` naming graphready codes of enabled rules or unknown `GR` codes.
+    pub unused_suppressions: bool,
+}
+
+impl<'s> Options<'s> {
+    /// Options for a run reporting every file, without timing or a scope description.
+    pub fn new(settings: &'s [Settings], hot_path: &'s HotPathSettings, scope: Scope) -> Self {
+        Options {
+            settings,
+            hot_path,
+            scope,
+            show_scope: false,
+            timing: false,
+            report_only: None,
+            source_override: None,
+            unused_suppressions: false,
+        }
+    }
+
+    fn reports(&self, path: &Path) -> bool {
+        self.report_only.is_none_or(|paths| paths.contains(path))
+    }
+
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        match self.source_override {
+            Some((overridden, bytes)) if overridden == path => Ok(bytes.to_vec()),
+            _ => std::fs::read(path),
+        }
+    }
 }
 
 /// Phase times of a run, and resident memory, when [`Options::timing`] asked for them.
@@ -77,13 +120,28 @@ pub struct Timing {
     pub resident_at_end_kib: u64,
 }
 
+/// A finding that a suppression comment silenced, for a reviewer to see what was silenced and
+/// why. Listed when the run's scope would have reported the finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Suppressed {
+    pub code: String,
+    pub path: String,
+    pub line: u32,
+    /// The comment's reason (`# graphready: ignore[GR101] -- reason`), when it gives one.
+    pub reason: Option<String>,
+}
+
 /// The outcome of a run.
 pub struct ProjectReport {
     /// Files with findings, in discovery order, with their sources for code frames.
     pub files: Vec<FileDiagnostics>,
-    /// Python files analysed (files that never mention `torch` are skipped, not counted).
+    /// Findings silenced by suppression comments, sorted by path, line and code.
+    pub suppressed: Vec<Suppressed>,
+    /// Python files analysed whose findings are reported (files that never mention `torch`
+    /// are skipped, not counted).
     pub files_checked: usize,
-    /// No entry point was found, so every function was reported.
+    /// No entry point of the project's own was found: its public functions were taken as entry
+    /// points (a library), or, without any, every function was reported.
     pub no_entries: bool,
     pub scope: Option<ScopeReport>,
     pub timing: Option<Timing>,
@@ -113,6 +171,10 @@ struct Outcome {
     candidate: usize,
     path: String,
     analysis: FileAnalysis,
+    /// With [`Options::unused_suppressions`], in reported files: the suppression comments that
+    /// can be judged, and the (line, code) of every finding suppressed in any phase.
+    directives: Vec<Directive>,
+    used: Vec<(u32, String)>,
 }
 
 /// Runs the three phases over the files `discover` hands out. Discovery and phase 1 overlap:
@@ -137,9 +199,9 @@ pub fn check(
         || HotPath::analyze(&summaries, options.hot_path),
         || external_returns(&summaries),
     );
-    let no_entries = !hot.has_entries();
+    let no_entries = hot.library || !hot.has_entries();
     let scope = match options.scope {
-        Scope::Hot if no_entries => Scope::All,
+        Scope::Hot if !hot.has_entries() => Scope::All,
         other => other,
     };
     let scope_report = options
@@ -156,7 +218,10 @@ pub fn check(
         &hot,
         &external,
     );
-    let files_checked = outcomes.len();
+    let files_checked = outcomes
+        .iter()
+        .filter(|o| options.reports(&candidates[o.candidate].file.path))
+        .count();
     let timing = options.timing.then(|| Timing {
         discovery: discovered,
         phase1: phase1_done,
@@ -166,31 +231,64 @@ pub fn check(
         resident_after_phase1_kib: rss_phase1,
         resident_at_end_kib: resident_kib(),
     });
+    let mut suppressed = Vec::new();
     let files = outcomes
         .into_iter()
+        .filter(|outcome| options.reports(&candidates[outcome.candidate].file.path))
         .filter_map(|outcome| {
+            let file = &candidates[outcome.candidate].file;
             let mut diagnostics = outcome.analysis.diagnostics;
             for diagnostic in &mut diagnostics {
                 hot.annotate(diagnostic);
             }
             diagnostics.retain(|d| reported(d, scope));
-            if diagnostics.is_empty() {
+            for SuppressedFinding {
+                mut diagnostic,
+                reason,
+            } in outcome.analysis.suppressed
+            {
+                hot.annotate(&mut diagnostic);
+                if reported(&diagnostic, scope) {
+                    suppressed.push(Suppressed {
+                        code: diagnostic.code,
+                        path: diagnostic.path,
+                        line: diagnostic.span.start.line,
+                        reason,
+                    });
+                }
+            }
+            let unused = noqa::unused(
+                &outcome.directives,
+                &outcome.used,
+                file_rules(options, file),
+            );
+            if diagnostics.is_empty() && unused.is_empty() {
                 return None;
             }
             // The source is read again for the few files whose findings survive: holding every
             // source until now would double the peak memory.
-            let source = std::fs::read_to_string(&candidates[outcome.candidate].file.path)
+            let source = options
+                .read(&file.path)
                 .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok())
                 .map(Arc::<str>::from);
+            if let Some(text) = source.as_deref() {
+                let index = LineIndex::from_source_text(text);
+                for unused in &unused {
+                    diagnostics.push(noqa::unused_diagnostic(&outcome.path, text, &index, unused));
+                }
+            }
             Some(FileDiagnostics::new(outcome.path, source, diagnostics))
         })
         .collect();
+    suppressed.sort_by(|a, b| (&a.path, a.line, &a.code).cmp(&(&b.path, b.line, &b.code)));
     drop(hot);
     // Freeing the project's summaries, one small allocation at a time, takes longer than the
     // printing that follows: a helper thread does it meanwhile.
     std::thread::spawn(move || drop((summaries, external)));
     ProjectReport {
         files,
+        suppressed,
         files_checked,
         no_entries,
         scope: scope_report,
@@ -274,6 +372,8 @@ fn phase3(
     again.extend(hot.modules_with_tensor_params());
     again.sort_unstable();
     again.dedup();
+    // Files whose findings are not reported only serve the call graph.
+    again.retain(|&i| options.reports(&candidates[outcomes[i].candidate].file.path));
     let redone: Vec<(usize, Outcome)> = again
         .into_par_iter()
         .filter_map(|i| {
@@ -290,7 +390,12 @@ fn phase3(
         .collect();
     let count = redone.len();
     for (i, outcome) in redone {
-        outcomes[i].analysis.diagnostics = outcome.analysis.diagnostics;
+        let target = &mut outcomes[i];
+        target.analysis.diagnostics = outcome.analysis.diagnostics;
+        target.analysis.suppressed = outcome.analysis.suppressed;
+        // A suppression is used when a finding under it is silenced in either phase: phase 3
+        // sees more types, but under `--scope hot` skips the functions nothing reaches.
+        target.used.extend(outcome.used);
     }
     count
 }
@@ -298,6 +403,7 @@ fn phase3(
 /// Whether a scope reports a finding, given its reach.
 fn reported(diagnostic: &Diagnostic, scope: Scope) -> bool {
     diagnostic.code == UNREADABLE_CODE
+        || diagnostic.code == UNUSED_SUPPRESSION_CODE
         || match diagnostic.reach {
             Reach::Capture => true,
             // Captured-only hazards (a per-step allocation, a replay counter) are ordinary code
@@ -343,6 +449,15 @@ fn display_path(path: &Path) -> String {
     text.strip_prefix("./").unwrap_or(&text).to_string()
 }
 
+/// The rules enabled in one file: its configuration's, less its per-file ignores.
+fn file_rules(options: &Options, file: &SourceFile) -> RuleSet {
+    let mut rules = options.settings[file.settings].rules;
+    for rule in file.ignored.iter() {
+        rules.remove(rule);
+    }
+    rules
+}
+
 /// Reads and checks one file. `None` for a file that never mentions `torch`.
 fn check_file(
     index: usize,
@@ -357,10 +472,12 @@ fn check_file(
         path: path.clone(),
         analysis: FileAnalysis {
             diagnostics: vec![crate::unreadable("", &path, TextRange::default(), message)],
-            summary: ModuleSummary::default(),
+            ..FileAnalysis::default()
         },
+        directives: Vec::new(),
+        used: Vec::new(),
     };
-    let bytes = match std::fs::read(&candidate.file.path) {
+    let bytes = match options.read(&candidate.file.path) {
         Ok(bytes) => bytes,
         Err(err) => return Some(unreadable(format!("file could not be read: {err}"))),
     };
@@ -384,10 +501,7 @@ fn check_file(
         }
     };
     let settings = &options.settings[candidate.file.settings];
-    let mut rules = settings.rules;
-    for rule in candidate.file.ignored.iter() {
-        rules.remove(rule);
-    }
+    let rules = file_rules(options, &candidate.file);
     let analysis = crate::analyze(
         &source,
         &path,
@@ -396,10 +510,28 @@ fn check_file(
         facts,
         only,
     );
+    let judge = options.unused_suppressions && options.reports(&candidate.file.path);
+    // Phase 3 (`external`) adds the suppressions it used to phase 1's comments.
+    let directives = if judge && facts.returns.is_none() {
+        noqa::directives(&source)
+    } else {
+        Vec::new()
+    };
+    let used = if judge {
+        analysis
+            .suppressed
+            .iter()
+            .map(|s| (s.diagnostic.span.start.line, s.diagnostic.code.clone()))
+            .collect()
+    } else {
+        Vec::new()
+    };
     Some(Outcome {
         candidate: index,
         path,
         analysis,
+        directives,
+        used,
     })
 }
 
