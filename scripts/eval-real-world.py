@@ -16,7 +16,7 @@ Then, for every tree it needs:
      (exit 0 and 1 are normal; anything else is an error);
   3. scores, per tree and overall:
        rule recall      hazards with a rule-level finding starting in [line, end_line]
-       rule false flags lookalikes with such a finding
+       rule false flags lookalikes with such a finding (advice of severity "info" aside)
        proj recall      hazards with a project-level finding
        proj false flags lookalikes and cold locations with a project-level finding
        code mismatches  findings on hazard lines whose code is not in the case's `rules`
@@ -216,6 +216,7 @@ def parse_findings(data: bytes) -> list[dict]:
             "code": str(f.get("code", "?")),
             "function": f.get("function"),
             "reach": f.get("reach"),
+            "severity": f.get("severity"),
         })
     return out
 
@@ -246,6 +247,12 @@ def parse_scope(proc) -> dict | None:
         if reached.get(key) != "capture":
             reached[key] = reach
     return reached
+
+
+def flags(found: list[dict]) -> list[dict]:
+    """The findings that claim a hazard: advice (severity "info", the opt-in per-step
+    allocation rule) on a look-alike's allocation is not a false claim of the hazard it fixes."""
+    return [f for f in found if f.get("severity") != "info"]
 
 
 def hits(findings_by_path: dict, c: dict) -> list[dict]:
@@ -279,10 +286,10 @@ class Score:
             self.proj_hit += bool(c["proj_hits"])
             self.code_mismatch += len(c["mismatched"])
         elif v == "lookalike":
-            self.rule_ff += bool(c["rule_hits"])
-            self.proj_ff += bool(c["proj_hits"])
+            self.rule_ff += bool(flags(c["rule_hits"]))
+            self.proj_ff += bool(flags(c["proj_hits"]))
         else:
-            self.proj_ff += bool(c["proj_hits"])
+            self.proj_ff += bool(flags(c["proj_hits"]))
         if c["reached"] is None:
             self.reach_known = False
         elif c["reached"]:
@@ -496,9 +503,11 @@ def main() -> int:
     section("hazards missed at rule level", [c for c in scored if c["verdict"] == "hazard" and not c["rule_hits"]])
     section("hazards missed at project level", [c for c in scored if c["verdict"] == "hazard" and not c["proj_hits"]])
     section("false flags at rule level (lookalikes)",
-            [c for c in scored if c["verdict"] == "lookalike" and c["rule_hits"]], lambda c: codes(c["rule_hits"]))
+            [c for c in scored if c["verdict"] == "lookalike" and flags(c["rule_hits"])],
+            lambda c: codes(flags(c["rule_hits"])))
     section("false flags at project level (lookalikes and cold)",
-            [c for c in scored if c["verdict"] != "hazard" and c["proj_hits"]], lambda c: codes(c["proj_hits"]))
+            [c for c in scored if c["verdict"] != "hazard" and flags(c["proj_hits"])],
+            lambda c: codes(flags(c["proj_hits"])))
     section("findings on hazard lines with a code outside `rules` (rule level)",
             [c for c in scored if c["mismatched"]],
             lambda c: codes(c["mismatched"]) + "  (expected " + ", ".join(c["rules"]) + ")")
