@@ -117,6 +117,13 @@ impl<'a> Checker<'a> {
         });
     }
 
+    /// A test whose truth value Python takes: the rules judge it, and the summary notes the
+    /// parameters it reads (a tensor argument there changes the verdict).
+    fn truth_test(&mut self, test: &'a Expr) {
+        rules::truth_test(self, test);
+        self.summary.judged(test);
+    }
+
     pub fn is_tensor(&self, expr: &Expr) -> bool {
         self.model.is_tensor(expr)
     }
@@ -231,7 +238,7 @@ impl<'a> Checker<'a> {
 
     fn visit_if(&mut self, if_stmt: &'a ast::StmtIf) {
         self.visit_expr(&if_stmt.test);
-        rules::truth_test(self, &if_stmt.test);
+        self.truth_test(&if_stmt.test);
         let body_safe = guards::safe_when(&self.model, self.settings, &if_stmt.test, false);
         self.visit_guarded(body_safe, &if_stmt.body);
         // Each later clause runs only when every earlier test was false.
@@ -243,7 +250,7 @@ impl<'a> Checker<'a> {
             match &clause.test {
                 Some(test) => {
                     self.visit_expr(test);
-                    rules::truth_test(self, test);
+                    self.truth_test(test);
                     let clause_safe = guards::safe_when(&self.model, self.settings, test, false);
                     self.visit_guarded(clause_safe, &clause.body);
                     earlier_false_safe = earlier_false_safe
@@ -319,14 +326,14 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 // The test runs on every iteration too.
                 self.summary.enter_loop(while_stmt.range);
                 self.visit_expr(&while_stmt.test);
-                rules::truth_test(self, &while_stmt.test);
+                self.truth_test(&while_stmt.test);
                 self.visit_block(&while_stmt.body);
                 self.summary.exit_loop();
                 self.visit_block(&while_stmt.orelse);
             }
             Stmt::Assert(assert) => {
                 self.visit_expr(&assert.test);
-                rules::truth_test(self, &assert.test);
+                self.truth_test(&assert.test);
                 if let Some(msg) = &assert.msg {
                     self.visit_expr(msg);
                 }
@@ -451,6 +458,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
             }
             Expr::If(if_expr) => {
                 self.visit_expr(&if_expr.test);
+                self.summary.judged(&if_expr.test);
                 let body_safe = guards::safe_when(&self.model, self.settings, &if_expr.test, false);
                 let else_safe = guards::safe_when(&self.model, self.settings, &if_expr.test, true);
                 self.safe_depth += u32::from(body_safe);
@@ -481,7 +489,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
         self.model.bind_target(&comprehension.target, element);
         for condition in &comprehension.ifs {
             self.visit_expr(condition);
-            rules::truth_test(self, condition);
+            self.truth_test(condition);
         }
     }
 }

@@ -67,7 +67,8 @@ fn record(
     args: &[ArgKey],
     out: &mut FxHashMap<NodeId, Vec<String>>,
 ) {
-    let params = &index.function(callee).params;
+    let function = index.function(callee);
+    let params = &function.params;
     let takes_self = params
         .first()
         .is_some_and(|p| matches!(p.name.as_str(), "self" | "cls"));
@@ -77,8 +78,11 @@ fn record(
             ArgKey::Position(i) => params.get(i + offset),
             ArgKey::Keyword(name) => params.iter().find(|p| p.name == *name),
         };
-        // A parameter annotated as a tensor is one already.
-        let name = param.filter(|p| !p.tensor).map(|p| p.name.as_str());
+        // A parameter annotated as a tensor is one already; one the function never judges on
+        // the host changes nothing.
+        let name = param
+            .filter(|p| !p.tensor && function.judged_params.contains(&p.name))
+            .map(|p| p.name.as_str());
         if let Some(name) = name {
             let names = out.entry(callee).or_default();
             if !names.iter().any(|n| n == name) {

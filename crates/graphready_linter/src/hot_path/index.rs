@@ -34,6 +34,14 @@ pub struct ProjectIndex<'s> {
     classes: Vec<FxHashMap<&'s str, usize>>,
     /// Direct subclasses of each class that has any.
     subclasses: FxHashMap<ClassId, Vec<ClassId>>,
+    /// Where each module's classes start in a flat numbering, for per-class memos.
+    class_offsets: Vec<usize>,
+    /// Every class below each class, transitively, computed when first asked.
+    all_subclasses: Vec<std::sync::OnceLock<Box<[ClassId]>>>,
+    /// Where each module's functions start in a flat numbering.
+    function_offsets: Vec<usize>,
+    /// What each call site of each function resolves to, computed when first asked.
+    resolved_sites: Vec<std::sync::OnceLock<Box<[Box<[NodeId]>]>>>,
     /// The classes defining each method name, built when first asked.
     definers: std::sync::OnceLock<FxHashMap<&'s str, Vec<ClassId>>>,
     /// Answers of [`Self::unique_hierarchy`].
@@ -50,6 +58,10 @@ impl<'s> ProjectIndex<'s> {
             methods: Vec::with_capacity(modules.len()),
             classes: Vec::with_capacity(modules.len()),
             subclasses: FxHashMap::default(),
+            class_offsets: Vec::with_capacity(modules.len()),
+            all_subclasses: Vec::new(),
+            function_offsets: Vec::with_capacity(modules.len()),
+            resolved_sites: Vec::new(),
             definers: std::sync::OnceLock::new(),
             hierarchy_memo: std::sync::Mutex::new(FxHashMap::default()),
         };
@@ -112,7 +124,35 @@ impl<'s> ProjectIndex<'s> {
         for (base, sub) in edges {
             index.subclasses.entry(base).or_default().push(sub);
         }
+        let mut total = 0;
+        for summary in modules {
+            index.class_offsets.push(total);
+            total += summary.classes.len();
+        }
+        index.all_subclasses = std::iter::repeat_with(std::sync::OnceLock::new)
+            .take(total)
+            .collect();
+        let mut functions = 0;
+        for summary in modules {
+            index.function_offsets.push(functions);
+            functions += summary.functions.len();
+        }
+        index.resolved_sites = std::iter::repeat_with(std::sync::OnceLock::new)
+            .take(functions)
+            .collect();
         index
+    }
+
+    /// What each call site of a function resolves to (in the order of its `calls`).
+    pub fn resolved_sites(&self, node: NodeId) -> &[Box<[NodeId]>] {
+        let slot = &self.resolved_sites[self.function_offsets[node.module] + node.function];
+        slot.get_or_init(|| {
+            self.function(node)
+                .calls
+                .iter()
+                .map(|site| self.resolve(node.module, &site.target).into_boxed_slice())
+                .collect()
+        })
     }
 
     pub(super) fn modules(&self) -> &'s [ModuleSummary] {
@@ -136,19 +176,25 @@ impl<'s> ProjectIndex<'s> {
     }
 
     /// Every class deriving from `class`, transitively, nearest first.
-    pub(super) fn subclasses_of(&self, class: ClassId) -> Vec<ClassId> {
-        let mut out = Vec::new();
-        let mut seen = FxHashSet::default();
-        let mut queue = std::collections::VecDeque::from([class]);
-        while let Some(current) = queue.pop_front() {
-            for &sub in self.subclasses.get(&current).into_iter().flatten() {
-                if seen.insert(sub) {
-                    out.push(sub);
-                    queue.push_back(sub);
+    pub(super) fn subclasses_of(&self, class: ClassId) -> &[ClassId] {
+        let slot = &self.all_subclasses[self.class_offsets[class.0] + class.1];
+        slot.get_or_init(|| {
+            if !self.subclasses.contains_key(&class) {
+                return Box::new([]);
+            }
+            let mut out = Vec::new();
+            let mut seen = FxHashSet::default();
+            let mut queue = std::collections::VecDeque::from([class]);
+            while let Some(current) = queue.pop_front() {
+                for &sub in self.subclasses.get(&current).into_iter().flatten() {
+                    if seen.insert(sub) {
+                        out.push(sub);
+                        queue.push_back(sub);
+                    }
                 }
             }
-        }
-        out
+            out.into_boxed_slice()
+        })
     }
 
     /// The classes that define a method of this name themselves.
@@ -223,10 +269,10 @@ impl<'s> ProjectIndex<'s> {
     /// each reached function once, and most of a project is never reached.
     pub fn callees(&self, node: NodeId) -> Vec<NodeId> {
         let function = self.function(node);
-        let mut targets: Vec<NodeId> = function
-            .calls
+        let mut targets: Vec<NodeId> = self
+            .resolved_sites(node)
             .iter()
-            .flat_map(|site| self.resolve(node.module, &site.target))
+            .flat_map(|targets| targets.iter().copied())
             .collect();
         // A decorated function runs its decorator's wrapper: every function nested in the
         // decorator (`@dynamic_rope_update` → `dynamic_rope_update.wrapper`).

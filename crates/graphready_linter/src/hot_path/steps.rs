@@ -55,17 +55,23 @@ fn is_set_up_name(name: &str) -> bool {
     if matches!(name, "__init__" | "__post_init__" | "__new__" | "__del__") {
         return true;
     }
-    let lower = name.to_ascii_lowercase();
-    let words: Vec<&str> = lower.split('_').filter(|w| !w.is_empty()).collect();
-    let starts_set_up = words
-        .first()
-        .is_some_and(|first| SET_UP_FIRST_WORDS.contains(first))
-        && !words.iter().any(|w| STEP_WORDS.contains(w));
-    starts_set_up
-        || words.iter().any(|w| SET_UP_WORDS.contains(w))
-        || words
-            .windows(2)
-            .any(|pair| pair == ["warm", "up"] || pair == ["set", "up"])
+    // Without allocating: this runs for every function a search reaches.
+    let is = |word: &str, list: &[&str]| list.iter().any(|w| w.eq_ignore_ascii_case(word));
+    let mut words = name.split('_').filter(|w| !w.is_empty());
+    let Some(first) = words.next() else {
+        return false;
+    };
+    let mut previous = first;
+    let mut set_up = is(first, SET_UP_WORDS);
+    let mut step = is(first, STEP_WORDS);
+    for word in words {
+        set_up |= is(word, SET_UP_WORDS)
+            || (previous.eq_ignore_ascii_case("warm") || previous.eq_ignore_ascii_case("set"))
+                && word.eq_ignore_ascii_case("up");
+        step |= is(word, STEP_WORDS);
+        previous = word;
+    }
+    set_up || (is(first, SET_UP_FIRST_WORDS) && !step)
 }
 
 /// Whether a module is a measuring harness or an example rather than the engine: in a package
@@ -157,7 +163,8 @@ pub(super) fn find(index: &ProjectIndex, captured: &FxHashMap<NodeId, Option<Nod
     let mut seen = FxHashSet::default();
     for node in index.nodes() {
         let function = index.function(node);
-        if captured.contains_key(&node) || !index.may_drive_steps(node) {
+        let seeds = function.runs_model_in_loop || function.runs_model || function.replays_graph;
+        if !seeds || captured.contains_key(&node) || !index.may_drive_steps(node) {
             continue;
         }
         if function.runs_model_in_loop {
@@ -234,8 +241,12 @@ pub(super) fn find(index: &ProjectIndex, captured: &FxHashMap<NodeId, Option<Nod
 
 /// The functions a driver's loop bodies call: they run every step.
 fn loop_entries(index: &ProjectIndex, driver: NodeId, entries: &mut Vec<Entry>) {
-    for call in index.function(driver).calls.iter().filter(|c| c.in_loop) {
-        for target in index.resolve(driver.module, &call.target) {
+    let resolved = index.resolved_sites(driver);
+    for (call, targets) in index.function(driver).calls.iter().zip(resolved) {
+        if !call.in_loop {
+            continue;
+        }
+        for &target in targets.iter() {
             entries.push(Entry {
                 node: target,
                 reason: EntryReason::StepLoop,

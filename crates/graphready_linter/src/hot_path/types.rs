@@ -169,7 +169,7 @@ impl ProjectIndex<'_> {
             .then(|| {
                 definers.iter().copied().find(|candidate| {
                     let below: FxHashSet<ClassId> =
-                        self.subclasses_of(*candidate).into_iter().collect();
+                        self.subclasses_of(*candidate).iter().copied().collect();
                     definers
                         .iter()
                         .all(|other| other == candidate || below.contains(other))
@@ -263,7 +263,7 @@ impl ProjectIndex<'_> {
                 }
             }
         }
-        for sub in self.subclasses_of(class) {
+        for &sub in self.subclasses_of(class) {
             if out.len() >= MAX_FANOUT {
                 break;
             }

@@ -262,6 +262,7 @@ impl<'a> SummaryBuilder<'a> {
             params,
             return_annotation,
             return_paths: Vec::new(),
+            judged_params: Vec::new(),
             decorators,
         });
         self.return_types.push(None);
@@ -272,6 +273,22 @@ impl<'a> SummaryBuilder<'a> {
         self.saved_method_self.push(self.method_self);
         if let (Some(class), Some(self_name)) = (class, self_name) {
             self.method_self = Some((class, self_name));
+        }
+    }
+
+    /// An expression whose truth or value the host takes: notes the parameters it reads.
+    pub(crate) fn judged(&mut self, expr: &Expr) {
+        let Some(function) = self.building.last_mut() else {
+            return;
+        };
+        let mut names = Vec::new();
+        names_in(expr, &mut names, 0);
+        for name in names {
+            if function.params.iter().any(|p| p.name == name)
+                && !function.judged_params.iter().any(|n| n == name)
+            {
+                function.judged_params.push(name.to_string());
+            }
         }
     }
 
@@ -502,6 +519,16 @@ impl<'a> SummaryBuilder<'a> {
         if !in_captured_code {
             return;
         }
+        if let Expr::Name(name) = &*call.func {
+            if matches!(
+                name.id.as_str(),
+                "int" | "float" | "bool" | "complex" | "str" | "repr" | "print" | "range" | "len"
+            ) {
+                for argument in &call.arguments.args {
+                    self.judged(argument);
+                }
+            }
+        }
         if self.capture_depth == 0 && runs_model(call, self.method_self.is_some()) {
             let in_loop = self.loop_depths.last().is_some_and(|depth| *depth > 0);
             if let Some(function) = self.building.last_mut() {
@@ -722,4 +749,38 @@ fn tensor_args(model: &SemanticModel, call: &ast::ExprCall) -> Vec<ArgKey> {
         }
     }
     keys
+}
+
+/// The names an expression reads, outside nested scopes (a few levels deep).
+fn names_in<'e>(expr: &'e Expr, out: &mut Vec<&'e str>, depth: u8) {
+    if depth > 6 {
+        return;
+    }
+    match expr {
+        Expr::Name(name) => out.push(name.id.as_str()),
+        Expr::BoolOp(bool_op) => bool_op
+            .values
+            .iter()
+            .for_each(|value| names_in(value, out, depth + 1)),
+        Expr::UnaryOp(unary) => names_in(&unary.operand, out, depth + 1),
+        Expr::BinOp(binop) => {
+            names_in(&binop.left, out, depth + 1);
+            names_in(&binop.right, out, depth + 1);
+        }
+        Expr::Compare(compare) => {
+            names_in(&compare.left, out, depth + 1);
+            compare
+                .comparators
+                .iter()
+                .for_each(|value| names_in(value, out, depth + 1));
+        }
+        Expr::Call(call) => call
+            .arguments
+            .args
+            .iter()
+            .for_each(|value| names_in(value, out, depth + 1)),
+        Expr::Attribute(attribute) => names_in(&attribute.value, out, depth + 1),
+        Expr::Subscript(subscript) => names_in(&subscript.value, out, depth + 1),
+        _ => {}
+    }
 }

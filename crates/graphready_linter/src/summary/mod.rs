@@ -109,6 +109,10 @@ pub struct FunctionSummary {
     pub return_annotation: Option<TypeRef>,
     /// Without a return annotation: the type paths of the returned values.
     pub return_paths: Vec<TypePath>,
+    /// Parameters read where a tensor's value would be taken on the host (truth tests,
+    /// `int()`/`float()`/`bool()`, formatting, indices): a device tensor passed to one of them
+    /// changes the function's findings.
+    pub judged_params: Vec<String>,
     /// The decorators' callables (`@dynamic_rope_update`, `@cache(...)`'s `cache`).
     pub decorators: Vec<Ref>,
 }
