@@ -13,6 +13,9 @@ pub struct NodeId {
     pub function: usize,
 }
 
+/// What each call site of one function resolves to.
+type ResolvedSites = Box<[Box<[NodeId]>]>;
+
 /// A class: its module and its index in that module's summary.
 pub type ClassId = (usize, usize);
 
@@ -41,7 +44,7 @@ pub struct ProjectIndex<'s> {
     /// Where each module's functions start in a flat numbering.
     function_offsets: Vec<usize>,
     /// What each call site of each function resolves to, computed when first asked.
-    resolved_sites: Vec<std::sync::OnceLock<Box<[Box<[NodeId]>]>>>,
+    resolved_sites: Vec<std::sync::OnceLock<ResolvedSites>>,
     /// The classes defining each method name, built when first asked.
     definers: std::sync::OnceLock<FxHashMap<&'s str, Vec<ClassId>>>,
     /// Answers of [`Self::unique_hierarchy`].
