@@ -49,6 +49,14 @@ pub fn render(scope: &ScopeReport) -> String {
     }
     let _ = writeln!(
         out,
+        "Class-hierarchy dispatch: {} call sites run overrides (largest fan-out {}, {} cut at {})",
+        scope.dispatch.call_sites,
+        scope.dispatch.largest,
+        scope.dispatch.capped,
+        scope.dispatch.bound
+    );
+    let _ = writeln!(
+        out,
         "Reachable functions: {} captured, {} per-step only, of {} functions in {} files",
         scope.captured, scope.stalled, scope.functions, scope.files
     );

@@ -45,6 +45,11 @@ pub struct ProjectIndex<'s> {
     function_offsets: Vec<usize>,
     /// What each call site of each function resolves to, computed when first asked.
     resolved_sites: Vec<std::sync::OnceLock<ResolvedSites>>,
+    /// Call sites resolved to several functions through the class hierarchy, the largest
+    /// fan-out, and the sites cut at the bound.
+    pub(super) fanouts: std::sync::atomic::AtomicUsize,
+    pub(super) largest_fanout: std::sync::atomic::AtomicUsize,
+    pub(super) capped_fanouts: std::sync::atomic::AtomicUsize,
     /// The classes defining each method name, built when first asked.
     definers: std::sync::OnceLock<FxHashMap<&'s str, Vec<ClassId>>>,
     /// Answers of [`Self::unique_hierarchy`].
@@ -65,6 +70,9 @@ impl<'s> ProjectIndex<'s> {
             all_subclasses: Vec::new(),
             function_offsets: Vec::with_capacity(modules.len()),
             resolved_sites: Vec::new(),
+            fanouts: std::sync::atomic::AtomicUsize::new(0),
+            largest_fanout: std::sync::atomic::AtomicUsize::new(0),
+            capped_fanouts: std::sync::atomic::AtomicUsize::new(0),
             definers: std::sync::OnceLock::new(),
             hierarchy_memo: std::sync::Mutex::new(FxHashMap::default()),
         };
@@ -153,7 +161,18 @@ impl<'s> ProjectIndex<'s> {
             self.function(node)
                 .calls
                 .iter()
-                .map(|site| self.resolve(node.module, &site.target).into_boxed_slice())
+                .map(|site| {
+                    let targets = self.resolve(node.module, &site.target);
+                    if targets.len() > 1 {
+                        use std::sync::atomic::Ordering::Relaxed;
+                        self.fanouts.fetch_add(1, Relaxed);
+                        self.largest_fanout.fetch_max(targets.len(), Relaxed);
+                        if targets.len() >= super::types::MAX_FANOUT {
+                            self.capped_fanouts.fetch_add(1, Relaxed);
+                        }
+                    }
+                    targets.into_boxed_slice()
+                })
                 .collect()
         })
     }

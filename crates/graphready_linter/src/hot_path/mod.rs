@@ -322,6 +322,17 @@ impl<'s> HotPath<'s> {
             .chain(self.drivers.iter().map(|node| (*node, Reach::Stall)))
     }
 
+    /// Class-hierarchy dispatch among the call sites resolved so far.
+    pub fn dispatch(&self) -> crate::project::scope::Dispatch {
+        use std::sync::atomic::Ordering::Relaxed;
+        crate::project::scope::Dispatch {
+            call_sites: self.index.fanouts.load(Relaxed),
+            largest: self.index.largest_fanout.load(Relaxed),
+            capped: self.index.capped_fanouts.load(Relaxed),
+            bound: types::MAX_FANOUT,
+        }
+    }
+
     pub fn captured_count(&self) -> usize {
         self.captured.len()
     }

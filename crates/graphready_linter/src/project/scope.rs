@@ -46,8 +46,20 @@ pub struct ScopeReport {
     pub stalled: usize,
     pub functions: usize,
     pub files: usize,
+    /// Call sites of reached functions that run several functions through the class
+    /// hierarchy (overrides), the largest such fan-out, and the sites cut at the bound.
+    pub dispatch: Dispatch,
     /// Every reached function, in path and line order.
     pub reached: Vec<ReachedFunction>,
+}
+
+/// Class-hierarchy dispatch among the resolved call sites.
+#[derive(Debug, Clone, Serialize)]
+pub struct Dispatch {
+    pub call_sites: usize,
+    pub largest: usize,
+    pub capped: usize,
+    pub bound: usize,
 }
 
 impl ScopeReport {
@@ -88,6 +100,7 @@ impl ScopeReport {
             stalled: hot.stalled_count(),
             functions: modules.iter().map(|m| m.functions.len()).sum(),
             files: modules.len(),
+            dispatch: hot.dispatch(),
             reached,
         }
     }
