@@ -102,7 +102,10 @@ pub(crate) fn analyze(
             };
         }
     };
-    let known = semantic::KnownReturns { external };
+    let known = semantic::KnownReturns {
+        external,
+        ..semantic::KnownReturns::default()
+    };
     let analysis = checker::Checker::new(
         settings.settings,
         settings.rules,

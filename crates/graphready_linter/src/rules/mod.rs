@@ -23,10 +23,34 @@ pub struct FunctionState<'a> {
     pub self_assigned: Vec<TextRange>,
     /// The callee's qualified name of the call being dispatched, resolved once for all rules.
     callee: Option<(TextRange, Option<std::rc::Rc<str>>)>,
+    /// What the function's returns are, for learning the helpers that return a capture flag.
+    returns: Returns,
+    pub sync: sync::State<'a>,
     pub dynamic_shape: dynamic_shape::State<'a>,
     pub host_data: host_data::State<'a>,
     pub allocation: allocation::State<'a>,
     pub capture_illegal: capture_illegal::State<'a>,
+}
+
+/// What the rules learn about a module's functions while walking it (callees are visited before
+/// their callers), for the calls of those functions.
+#[derive(Debug, Default)]
+pub struct ModuleFacts {
+    /// Functions (`helper`, `Class.method`) whose every return is a buffer from `torch.empty` and
+    /// friends that nothing wrote: GR404 follows what their callers do with it.
+    pub uninitialized_buffers: rustc_hash::FxHashSet<String>,
+    /// GR303: ranks of tensors stored on `self` (`Class.attribute`), from the allocations that
+    /// store them; `None` where two allocations disagree.
+    pub attribute_ranks: rustc_hash::FxHashMap<String, Option<usize>>,
+}
+
+/// What a function's `return` statements give, as far as capture flags go.
+#[derive(Debug, Default, Clone, Copy)]
+struct Returns {
+    /// A return of a capture flag was seen.
+    flag: bool,
+    /// A return of something else than a flag or `False` / `None` was seen.
+    other: bool,
 }
 
 impl FunctionState<'_> {
@@ -72,6 +96,9 @@ pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
     if let Some(value) = self_assignment_value(checker, stmt) {
         checker.rule_state.self_assigned.push(value);
     }
+    if let Stmt::Return(ret) = stmt {
+        record_return(checker, ret.value.as_deref());
+    }
     registry::statement_hooks(checker, stmt);
 }
 
@@ -83,7 +110,27 @@ pub fn truth_test<'a>(checker: &mut Checker<'a>, test: &'a Expr) {
 
 /// After a function's body was visited, with the function's bindings still in scope.
 pub fn function_exit(checker: &mut Checker) {
+    let returns = checker.rule_state.returns;
+    if returns.flag && !returns.other {
+        if let Some(function) = checker.function().map(str::to_string) {
+            checker.model.learn_predicate(&function);
+        }
+    }
     registry::function_exit_hooks(checker);
+}
+
+/// A `return`: a helper whose returns are all capture flags (an `except` branch may return
+/// `False`: nothing is captured when the check itself fails) guards like the flag it returns.
+fn record_return(checker: &mut Checker, value: Option<&Expr>) {
+    let returns = &mut checker.rule_state.returns;
+    match value {
+        None | Some(Expr::NoneLiteral(_)) => {}
+        Some(Expr::BooleanLiteral(literal)) if !literal.value => {}
+        Some(value) if checker.model.ty(value) == crate::semantic::Ty::CaptureFlag => {
+            returns.flag = true;
+        }
+        Some(_) => returns.other = true,
+    }
 }
 
 /// The qualified name of a call's callee (`torch.nonzero`), resolved once per call for every rule.
@@ -210,14 +257,9 @@ pub fn builtin_call<'e>(
 }
 
 /// Whether an expression's name says it lives on the host (see
-/// [`crate::semantic::host_named`]).
+/// [`crate::semantic::expr_host_named`]).
 pub fn host_named(expr: &Expr) -> bool {
-    match expr {
-        Expr::Name(name) => crate::semantic::host_named(name.id.as_str()),
-        Expr::Attribute(attribute) => crate::semantic::host_named(attribute.attr.id.as_str()),
-        Expr::Subscript(subscript) => host_named(&subscript.value),
-        _ => false,
-    }
+    crate::semantic::expr_host_named(expr)
 }
 
 /// Whether an expression may be a device tensor: known to be one, or of unknown type without a
