@@ -1,9 +1,10 @@
 use crate::checker::Checker;
 use crate::declare_violation;
 use crate::rules::op_tags::{lookup, DYNAMIC_OUTPUT_SHAPE};
-use crate::rules::{argument, device_tensor, method_call};
+use crate::rules::{argument, device_tensor, maybe_device_tensor, method_call};
+use crate::semantic::Ty;
 use crate::violation::{Calls, Check, Violation};
-use ruff_python_ast::{self as ast};
+use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
 
 declare_violation! {
@@ -94,6 +95,18 @@ fn fix_for(op: &str) -> &'static str {
     }
 }
 
+/// A receiver of unknown type that is a tensor all the same: NumPy arrays have no `.unique()`,
+/// `.bincount()` or `.argwhere()` method, and their `.nonzero()` takes no `as_tuple=`; in a module
+/// that never imports NumPy, `.nonzero()` is a tensor's too.
+fn unknown_tensor(checker: &Checker, call: &ast::ExprCall, method: &str, receiver: &Expr) -> bool {
+    if !maybe_device_tensor(checker, receiver) || checker.ty(receiver) != Ty::Unknown {
+        return false;
+    }
+    method != "nonzero"
+        || crate::semantic::keyword(call, "as_tuple").is_some()
+        || !checker.model.imports_numpy()
+}
+
 /// GR201
 fn dynamic_output_shape_op(checker: &mut Checker, call: &ast::ExprCall) {
     if let Some(qualified) = crate::rules::callee(checker, call) {
@@ -133,7 +146,7 @@ fn dynamic_output_shape_op(checker: &mut Checker, call: &ast::ExprCall) {
     if !lookup(DYNAMIC_OUTPUT_SHAPE, method, true) || JUDGED_ELSEWHERE.contains(&method) {
         return;
     }
-    if !device_tensor(checker, receiver) {
+    if !device_tensor(checker, receiver) && !unknown_tensor(checker, call, method, receiver) {
         return;
     }
     checker.report(
