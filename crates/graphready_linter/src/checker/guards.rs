@@ -87,3 +87,20 @@ pub fn opens_eager_block(item: &ast::WithItem) -> bool {
             || n.contains("allow_sync")
     }))
 }
+
+/// Whether a function is a device kernel written in Python (`@triton.jit`, `@triton.autotune`,
+/// CUTLASS's `@cute.jit`, `@numba.cuda.jit`): its body runs on the GPU, where no value is read
+/// back to the host, so host-side hazards do not apply.
+pub fn is_device_kernel(model: &SemanticModel, function: &ast::StmtFunctionDef) -> bool {
+    function.decorator_list.iter().any(|decorator| {
+        let callee = match &decorator.expression {
+            Expr::Call(call) => &*call.func,
+            other => other,
+        };
+        model.qualified_name(callee).is_some_and(|qualified| {
+            ["triton.", "cutlass.", "numba.cuda."]
+                .iter()
+                .any(|prefix| qualified.starts_with(prefix))
+        })
+    })
+}

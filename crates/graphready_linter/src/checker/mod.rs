@@ -290,7 +290,8 @@ impl<'a> Visitor<'a> for Checker<'a> {
                         .copied()
                         .filter(|_| self.function.is_none()),
                     qualname: self.qualify(name),
-                    safe: !self.in_captured_code(),
+                    safe: !self.in_captured_code()
+                        || guards::is_device_kernel(&self.model, function),
                 };
                 if self.function.is_some() {
                     self.visit_function_body(deferred);

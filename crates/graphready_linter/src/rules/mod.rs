@@ -213,6 +213,24 @@ pub fn is_device_target(checker: &Checker, expr: &Expr) -> bool {
     }
 }
 
+/// Whether the value of a `device=` keyword names a device other than the host: what
+/// [`is_device_target`] accepts, and any variable not named for the host (`device=dev`,
+/// `device=self.target`): code passes a device explicitly to put the tensor there.
+pub fn is_device_keyword(checker: &Checker, expr: &Expr) -> bool {
+    if is_device_target(checker, expr) {
+        return true;
+    }
+    let name = match expr {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+        _ => return false,
+    };
+    checker.model.qualified_name(expr).is_none()
+        && !checker.ty(expr).is_host_tensor()
+        && !name.to_ascii_lowercase().contains("cpu")
+        && !host_named(expr)
+}
+
 /// The device a `.to(...)` / `.cuda()` call moves to, when it moves to the device.
 pub fn moves_to_device(checker: &Checker, call: &ast::ExprCall) -> bool {
     match method_call(call) {
@@ -223,7 +241,7 @@ pub fn moves_to_device(checker: &Checker, call: &ast::ExprCall) -> bool {
                 .first()
                 .is_some_and(|arg| is_device_target(checker, arg))
                 || crate::semantic::keyword(call, "device")
-                    .is_some_and(|device| is_device_target(checker, device))
+                    .is_some_and(|device| is_device_keyword(checker, device))
         }
         _ => false,
     }

@@ -5,7 +5,9 @@
 //! so the result of any host operation that makes a new tensor is pageable, while views and
 //! in-place methods keep the memory they were given. Where graphready cannot tell (a parameter
 //! named `*_cpu`, a method that may return its receiver), the answer is
-//! [`Ty::CpuTensor`]: host memory, pinning unknown.
+//! [`Ty::CpuTensor`]: host memory, pinning unknown. A name is weak evidence (`cpu_chunk_size` may
+//! be an integer), so what is computed from a [`Ty::CpuTensor`] stays one: only tensors known to
+//! be host tensors make pageable results.
 
 use super::model::SemanticModel;
 use super::syntax::{expr_host_named, is_cpu_move, keyword};
@@ -40,15 +42,18 @@ impl SemanticModel<'_> {
             Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. })
                 if !elts.is_empty() && elts.iter().all(|elt| self.ty(elt).is_host_tensor()) =>
             {
-                return Some(Ty::PageableTensor)
+                let known = elts
+                    .iter()
+                    .all(|elt| matches!(self.ty(elt), Ty::PinnedTensor | Ty::PageableTensor));
+                return Some(if known {
+                    Ty::PageableTensor
+                } else {
+                    Ty::CpuTensor
+                });
             }
             other => self.ty(other),
         };
-        match ty {
-            Ty::PageableTensor => Some(Ty::PageableTensor),
-            ty if ty.is_host_tensor() => Some(Ty::CpuTensor),
-            _ => None,
-        }
+        ty.is_host_tensor().then(|| new_host_tensor(ty))
     }
 
     /// What a method that moves or converts a tensor between host and device memory returns
@@ -193,7 +198,16 @@ pub(super) fn method_memory(receiver: Ty, method: &str) -> Ty {
             _ => Ty::CpuTensor,
         };
     }
-    Ty::PageableTensor
+    new_host_tensor(receiver)
+}
+
+/// A new tensor computed from a host tensor: pageable when the source is known to be a host
+/// tensor, of unknown pinning when only its name says so.
+pub(super) fn new_host_tensor(source: Ty) -> Ty {
+    match source {
+        Ty::PinnedTensor | Ty::PageableTensor => Ty::PageableTensor,
+        _ => Ty::CpuTensor,
+    }
 }
 
 /// What indexing a host tensor gives: a view for basic indexing (slices, integers, `None`,
@@ -218,8 +232,9 @@ pub(super) fn subscript_memory(receiver: Ty, index: &Expr, index_ty: impl Fn(&Ex
         }
     }
     match (receiver, basic(index, &index_ty)) {
-        (Ty::PageableTensor, _) | (_, Some(false)) => Ty::PageableTensor,
         (receiver, Some(true)) => receiver,
+        (receiver, Some(false)) => new_host_tensor(receiver),
+        (Ty::PageableTensor, None) => Ty::PageableTensor,
         (_, None) => Ty::CpuTensor,
     }
 }

@@ -67,6 +67,17 @@ impl Ty {
             || matches!(self, Ty::Array | Ty::Host | Ty::HostList | Ty::CaptureFlag)
     }
 
+    /// What a value is when it may be either: `a if c else b`, the returns of one function.
+    /// Host tensors of different pinning are host tensors of unknown pinning.
+    pub fn join(self, other: Ty) -> Ty {
+        match (self, other) {
+            (a, b) if a == b => a,
+            (a, b) if a.is_host_tensor() && b.is_host_tensor() => Ty::CpuTensor,
+            (Ty::Host, Ty::HostList) | (Ty::HostList, Ty::Host) => Ty::Host,
+            _ => Ty::Unknown,
+        }
+    }
+
     /// The type of the elements a `for` loop or a comprehension draws from a value of this type.
     pub fn element(self) -> Ty {
         match self {
@@ -247,7 +258,7 @@ impl<'a> SemanticModel<'a> {
                 ast::UnaryOp::Not => Ty::Host,
                 // `-x_cpu` and `~mask_cpu` are new host tensors.
                 _ => match self.ty(&unary.operand) {
-                    ty if ty.is_host_tensor() => Ty::PageableTensor,
+                    ty if ty.is_host_tensor() => host_memory::new_host_tensor(ty),
                     ty => ty,
                 },
             },
@@ -285,14 +296,7 @@ impl<'a> SemanticModel<'a> {
             Expr::If(if_expr) => match (&*if_expr.body, &*if_expr.orelse) {
                 // `x if cond else None` is used as `x`: the `None` case fails on use.
                 (value, Expr::NoneLiteral(_)) | (Expr::NoneLiteral(_), value) => self.ty(value),
-                (body, orelse) => {
-                    let (body, orelse) = (self.ty(body), self.ty(orelse));
-                    if body == orelse {
-                        body
-                    } else {
-                        Ty::Unknown
-                    }
-                }
+                (body, orelse) => self.ty(body).join(self.ty(orelse)),
             },
             Expr::Tuple(tuple) if !tuple.elts.is_empty() => {
                 if tuple.elts.iter().all(|elt| self.ty(elt) == Ty::Tensor) {
@@ -381,7 +385,7 @@ impl<'a> SemanticModel<'a> {
             }
             let ty = tensor_api::torch_function_result(&qualified, has_dim)
                 .map_or(Ty::Unknown, Ty::from);
-            if ty == Ty::Tensor && keyword(call, "device").is_none_or(is_cpu_device) {
+            if ty == Ty::Tensor && on_host_device(call) {
                 if let Some(host) = self.host_function_ty(&qualified, call) {
                     return host;
                 }
@@ -457,6 +461,7 @@ impl<'a> SemanticModel<'a> {
                     // the rest of the tensor API belong to tensors.
                     Ty::Unknown
                         if !self.imports_numpy
+                            && !tensor_api::is_shared_method(method)
                             && tensor_api::tensor_method_result(method, false, 0)
                                 == Some(Returns::Tensor)
                             && self.qualified_name(&attribute.value).is_none() =>
@@ -492,6 +497,19 @@ impl SemanticModel<'_> {
     }
 }
 
+/// Whether a call's device is the host: `device="cpu"` or none at all (a `**kwargs` splat may
+/// hold one).
+fn on_host_device(call: &ast::ExprCall) -> bool {
+    match keyword(call, "device") {
+        Some(device) => is_cpu_device(device),
+        None => !call
+            .arguments
+            .keywords
+            .iter()
+            .any(|keyword| keyword.arg.is_none()),
+    }
+}
+
 /// The type of a binary operation's result.
 ///
 /// A host tensor combined with anything but a device tensor stays on the host (PyTorch refuses to
@@ -499,7 +517,10 @@ impl SemanticModel<'_> {
 fn combine(left: Ty, right: Ty) -> Ty {
     match (left, right) {
         (Ty::Tensor, _) | (_, Ty::Tensor) => Ty::Tensor,
-        (host, _) | (_, host) if host.is_host_tensor() => Ty::PageableTensor,
+        (Ty::PinnedTensor | Ty::PageableTensor, _) | (_, Ty::PinnedTensor | Ty::PageableTensor) => {
+            Ty::PageableTensor
+        }
+        (Ty::CpuTensor, _) | (_, Ty::CpuTensor) => Ty::CpuTensor,
         (Ty::Array, _) | (_, Ty::Array) => Ty::Array,
         (Ty::HostList, Ty::HostList) => Ty::HostList,
         (Ty::Host | Ty::HostList, Ty::Host | Ty::HostList) => Ty::Host,

@@ -257,9 +257,18 @@ pub(crate) fn follow<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) -> Vec<Leak<
         .filter(|buffer| buffer.state != State::Settled)
         .map(|buffer| buffer.name)
         .collect();
+    let scales: Vec<&'a str> = checker
+        .rule_state
+        .allocation
+        .buffers
+        .iter()
+        .filter(|buffer| buffer.state != State::Settled && buffer.scale)
+        .map(|buffer| buffer.name)
+        .collect();
     let mut uses = Uses {
         checker,
         names: &names,
+        scales: &scales,
         events: Vec::new(),
     };
     let mut rebound: Vec<&'a str> = Vec::new();
@@ -395,7 +404,7 @@ fn view_source(value: &Expr) -> Option<&Expr> {
 
 #[cfg(test)]
 mod tests {
-    use super::uses::{names_read_bound, names_row_bound, write_event};
+    use super::uses::{names_read_bound, names_row_bound, row_counts, write_event};
     use super::*;
 
     fn index(source: &str) -> Expr {
@@ -513,10 +522,18 @@ mod tests {
         assert!(names_read_bound(&parse("self.expert_offsets")));
         assert!(names_read_bound(&parse("num_tokens[0]")));
         assert!(!names_read_bound(&parse("hidden_states")));
-        assert!(names_row_bound(&parse("masked_m")));
-        assert!(names_row_bound(&parse("expert_num_tokens")));
-        assert!(names_row_bound(&parse("self.num_tokens_post_padded")));
-        assert!(!names_row_bound(&parse("num_tokens")));
+        let (data, scale) = (row_counts(false), row_counts(true));
+        assert!(names_row_bound(&parse("masked_m"), data));
+        assert!(names_row_bound(&parse("expert_num_tokens"), data));
+        assert!(!names_row_bound(
+            &parse("self.num_tokens_post_padded"),
+            data
+        ));
+        assert!(names_row_bound(
+            &parse("self.num_tokens_post_padded"),
+            scale
+        ));
+        assert!(!names_row_bound(&parse("num_tokens"), scale));
     }
 
     #[test]

@@ -30,7 +30,10 @@ const METADATA: &[&str] = &[
     "get_device",
 ];
 
-/// Per-expert row counts a masked kernel writes up to (the rows past them stay unwritten).
+/// Per-expert row counts a masked kernel writes up to (the rows past them stay unwritten). The
+/// first two bound the rows of the data a masked kernel writes; the others bound the scales a
+/// quantisation kernel writes (a fused MoE kernel given `num_tokens_post_padded` still writes
+/// every routed row of its output).
 const ROW_COUNTS: &[&str] = &[
     "masked_m",
     "expert_num_tokens",
@@ -40,15 +43,24 @@ const ROW_COUNTS: &[&str] = &[
     "num_recv_tokens_per_expert",
 ];
 
+/// The row counts that bound a write into a scale buffer, or into a data buffer.
+pub(super) fn row_counts(scale: bool) -> &'static [&'static str] {
+    if scale {
+        ROW_COUNTS
+    } else {
+        &ROW_COUNTS[..2]
+    }
+}
+
 /// An argument that names a per-expert row count: `masked_m`, `self.masked_m`,
 /// `expert_num_tokens`, `num_tokens_post_padded`.
-pub(super) fn names_row_bound(expr: &Expr) -> bool {
+pub(super) fn names_row_bound(expr: &Expr, counts: &[&str]) -> bool {
     let name = match expr {
         Expr::Name(name) => name.id.as_str(),
         Expr::Attribute(attribute) => attribute.attr.id.as_str(),
         _ => return false,
     };
-    ROW_COUNTS.iter().any(|count| name.contains(count))
+    counts.iter().any(|count| name.contains(count))
 }
 
 /// Arguments that bound what a consumer reads: a row count (`masked_m`, `num_tokens`) or the
@@ -127,21 +139,23 @@ fn reads_nothing(call: &ast::ExprCall) -> bool {
 /// A user kernel that writes or reads only the rows below a per-expert count: given a
 /// `masked_m`, `expert_num_tokens` or similar argument (the buffer itself may be that count, so
 /// it does not count). A fresh buffer handed to one is written, not read.
-fn is_bounded_kernel(checker: &Checker, call: &ast::ExprCall, buffer: &str) -> bool {
+fn is_bounded_kernel(checker: &Checker, call: &ast::ExprCall, buffer: &str, scale: bool) -> bool {
     if crate::rules::callee(checker, call).is_some_and(|qualified| qualified.starts_with("torch."))
     {
         return false;
     }
-    let bound = |expr: &Expr| {
-        names_row_bound(expr) && !matches!(expr, Expr::Name(name) if name.id.as_str() == buffer)
-    };
+    let counts = row_counts(scale);
+    let is_buffer = |expr: &Expr| matches!(expr, Expr::Name(name) if name.id.as_str() == buffer);
+    let bound = |expr: &Expr| names_row_bound(expr, counts) && !is_buffer(expr);
+    let named_bound = |arg: &str| counts.iter().any(|count| arg.contains(count));
     call.arguments.args.iter().any(bound)
         || call.arguments.keywords.iter().any(|keyword| {
-            keyword.arg.as_ref().is_some_and(|arg| {
-                ROW_COUNTS
-                    .iter()
-                    .any(|count| arg.id.as_str().contains(count))
-            }) || bound(&keyword.value)
+            bound(&keyword.value)
+                || (!is_buffer(&keyword.value)
+                    && keyword
+                        .arg
+                        .as_ref()
+                        .is_some_and(|arg| named_bound(arg.id.as_str())))
         })
 }
 
@@ -149,6 +163,8 @@ fn is_bounded_kernel(checker: &Checker, call: &ast::ExprCall, buffer: &str) -> b
 pub(super) struct Uses<'c, 'a, 'n> {
     pub(super) checker: &'c Checker<'a>,
     pub(super) names: &'n [&'a str],
+    /// The tracked names that are scale-factor buffers.
+    pub(super) scales: &'n [&'a str],
     pub(super) events: Vec<(&'a str, Event)>,
 }
 
@@ -177,7 +193,16 @@ impl<'a> Uses<'_, 'a, '_> {
                 Some(name) => {
                     let event = match call {
                         Some(call) if reads_nothing(call) => continue,
-                        Some(call) if is_bounded_kernel(self.checker, call, name) => Event::Bounded,
+                        Some(call)
+                            if is_bounded_kernel(
+                                self.checker,
+                                call,
+                                name,
+                                self.scales.contains(&name),
+                            ) =>
+                        {
+                            Event::Bounded
+                        }
                         Some(call) if is_bounded_consumer(call, name) => Event::BoundedRead,
                         _ => Event::Unbounded,
                     };

@@ -58,7 +58,9 @@ declare_violation! {
     /// call that receives the buffer without a row bound is taken to write all of it. A data
     /// buffer written by a masked kernel and returned is not reported: the caller holds the same
     /// bound. Allocation helpers are recognised when they return the allocation unwritten (or a
-    /// view or slice of it) on every path.
+    /// view or slice of it) on every path. A scale buffer whose fp32 case never reaches a UE8M0
+    /// check (fp32 exactly when UE8M0 scales are off, say) is reported all the same: graphready
+    /// does not relate the dtype's condition to the consumer's flags.
     pub struct UninitializedPartialWrite {
         buffer: String,
         factory: String,

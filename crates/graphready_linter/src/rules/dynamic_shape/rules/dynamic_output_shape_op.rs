@@ -99,12 +99,30 @@ fn fix_for(op: &str) -> &'static str {
 /// `.bincount()` or `.argwhere()` method, and their `.nonzero()` takes no `as_tuple=`; in a module
 /// that never imports NumPy, `.nonzero()` is a tensor's too.
 fn unknown_tensor(checker: &Checker, call: &ast::ExprCall, method: &str, receiver: &Expr) -> bool {
-    if !maybe_device_tensor(checker, receiver) || checker.ty(receiver) != Ty::Unknown {
+    if !maybe_device_tensor(checker, receiver)
+        || checker.ty(receiver) != Ty::Unknown
+        || keyed_by_string(receiver)
+    {
         return false;
     }
     method != "nonzero"
         || crate::semantic::keyword(call, "as_tuple").is_some()
         || !checker.model.imports_numpy()
+}
+
+/// `df["name"]`: a column of a data frame (tensors are not indexed by strings).
+fn keyed_by_string(receiver: &Expr) -> bool {
+    match receiver {
+        Expr::Subscript(subscript) => {
+            matches!(&*subscript.slice, Expr::StringLiteral(_)) || keyed_by_string(&subscript.value)
+        }
+        Expr::Call(call) => match &*call.func {
+            Expr::Attribute(attribute) => keyed_by_string(&attribute.value),
+            _ => false,
+        },
+        Expr::Attribute(attribute) => keyed_by_string(&attribute.value),
+        _ => false,
+    }
 }
 
 /// GR201

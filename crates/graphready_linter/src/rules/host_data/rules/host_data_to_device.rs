@@ -1,6 +1,6 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::rules::{argument, is_device_target, method_call, moves_to_device, non_blocking};
+use crate::rules::{argument, is_device_keyword, method_call, moves_to_device, non_blocking};
 use crate::semantic::tensor_api::is_host_factory;
 use crate::semantic::{keyword, Ty};
 use crate::violation::{Calls, Check, Violation};
@@ -88,6 +88,14 @@ fn is_allocating_factory(checker: &Checker, expr: &Expr) -> bool {
     })
 }
 
+/// `obj.cpu().cuda()` of an object of unknown type: modules move with `.cpu()` and `.cuda()` too.
+fn is_round_trip_of_unknown(checker: &Checker, receiver: &Expr) -> bool {
+    let Expr::Call(call) = receiver else {
+        return false;
+    };
+    matches!(method_call(call), Some(("cpu" | "to", inner)) if checker.ty(inner) == Ty::Unknown)
+}
+
 /// GR301
 fn host_data_to_device(checker: &mut Checker, call: &ast::ExprCall) {
     // `self.freqs = torch.tensor(...).to(device)`: a cache built once, not per step.
@@ -104,7 +112,7 @@ fn host_data_to_device(checker: &mut Checker, call: &ast::ExprCall) {
         let Some(device) = keyword(call, "device") else {
             return;
         };
-        if !is_device_target(checker, device) {
+        if !is_device_keyword(checker, device) {
             return;
         }
         let Some(data) = argument(call, 0, "data").or_else(|| argument(call, 0, "obj")) else {
@@ -131,7 +139,10 @@ fn host_data_to_device(checker: &mut Checker, call: &ast::ExprCall) {
     let Some((method, receiver)) = method_call(call) else {
         return;
     };
-    if !checker.ty(receiver).is_host_tensor() || is_allocating_factory(checker, receiver) {
+    if !checker.ty(receiver).is_host_tensor()
+        || is_allocating_factory(checker, receiver)
+        || is_round_trip_of_unknown(checker, receiver)
+    {
         return;
     }
     let shown = if method == "cuda" {

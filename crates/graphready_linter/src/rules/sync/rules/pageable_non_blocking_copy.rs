@@ -99,7 +99,23 @@ fn pageable_non_blocking_copy(checker: &mut Checker, call: &ast::ExprCall) {
         "to" if moves_to_device(checker, call) => (".to(device, non_blocking=True)", receiver),
         _ => return,
     };
-    if checker.ty(source) == Ty::PageableTensor {
+    if checker.ty(source) == Ty::PageableTensor && !is_empty_allocation(source) {
         checker.report(PageableNonBlockingCopy { call: shown }, call.range());
+    }
+}
+
+/// `torch.zeros(0, ...)`: an allocation with no elements, whose copy copies nothing.
+fn is_empty_allocation(source: &Expr) -> bool {
+    let Expr::Call(call) = source else {
+        return false;
+    };
+    let zero = |expr: &Expr| {
+        matches!(expr, Expr::NumberLiteral(n)
+            if matches!(&n.value, ast::Number::Int(i) if i.as_u8() == Some(0)))
+    };
+    match call.arguments.args.first() {
+        Some(Expr::Tuple(tuple)) => tuple.elts.iter().any(zero),
+        Some(first) => zero(first),
+        None => false,
     }
 }
