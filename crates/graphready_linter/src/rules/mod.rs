@@ -187,7 +187,10 @@ pub fn assigned_name(stmt: &Stmt) -> Option<(&str, &Expr)> {
 pub fn is_device_target(checker: &Checker, expr: &Expr) -> bool {
     match expr {
         Expr::StringLiteral(literal) => literal.value.to_str().starts_with("cuda"),
-        Expr::Attribute(attribute) if attribute.attr.id.as_str() == "device" => true,
+        // `x.device`, unless `x` is known or named to live on the host (`host_buf.device`).
+        Expr::Attribute(attribute) if attribute.attr.id.as_str() == "device" => {
+            !(host_named(&attribute.value) || checker.ty(&attribute.value).is_host_tensor())
+        }
         Expr::Name(_) | Expr::Attribute(_) => {
             if checker.model.qualified_name(expr).is_some() {
                 return false;
@@ -222,7 +225,10 @@ pub fn is_device_keyword(checker: &Checker, expr: &Expr) -> bool {
     }
     let name = match expr {
         Expr::Name(name) => name.id.as_str(),
-        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+        // `x.device` is judged by what `x` is.
+        Expr::Attribute(attribute) if attribute.attr.id.as_str() != "device" => {
+            attribute.attr.id.as_str()
+        }
         _ => return false,
     };
     checker.model.qualified_name(expr).is_none()
