@@ -2,6 +2,8 @@
 
 pub mod allocation;
 pub mod capture_illegal;
+#[cfg(test)]
+mod cross_module_tests;
 pub mod dynamic_shape;
 pub mod host_data;
 pub mod op_tags;
@@ -36,9 +38,6 @@ pub struct FunctionState<'a> {
 /// their callers), for the calls of those functions.
 #[derive(Debug, Default)]
 pub struct ModuleFacts {
-    /// Functions (`helper`, `Class.method`) whose every return is a buffer from `torch.empty` and
-    /// friends that nothing wrote: GR404 follows what their callers do with it.
-    pub uninitialized_buffers: rustc_hash::FxHashSet<String>,
     /// GR303: ranks of tensors stored on `self` (`Class.attribute`), from the allocations that
     /// store them; `None` where two allocations disagree.
     pub attribute_ranks: rustc_hash::FxHashMap<String, Option<usize>>,

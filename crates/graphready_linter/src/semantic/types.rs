@@ -126,6 +126,8 @@ pub(crate) struct TypeState<'a> {
     pub(super) capture_predicates: &'a [String],
     /// This module's functions whose every return is a capture flag.
     pub(super) learned_predicates: rustc_hash::FxHashSet<String>,
+    /// This module's functions whose every return is an unwritten allocation.
+    learned_uninitialized: rustc_hash::FxHashSet<String>,
     /// Types per expression node, valid until the next binding changes: every rule asks about
     /// the same receivers and callees.
     cache: RefCell<NodeCache<Ty>>,
@@ -138,6 +140,7 @@ impl<'a> TypeState<'a> {
             learned_returns: FxHashMap::default(),
             capture_predicates: &[],
             learned_predicates: rustc_hash::FxHashSet::default(),
+            learned_uninitialized: rustc_hash::FxHashSet::default(),
             cache: RefCell::new(NodeCache::new()),
         }
     }
@@ -150,6 +153,19 @@ impl<'a> SemanticModel<'a> {
             .returns
             .uninitialized_buffers
             .is_some_and(|known| known.contains(qualified))
+    }
+
+    /// Records that every return of a function of this module (`helper`, `Class.method`) is a
+    /// buffer from `torch.empty` and friends that nothing wrote (GR404 learns it).
+    pub fn learn_uninitialized_buffer(&mut self, qualname: &str) {
+        self.types
+            .learned_uninitialized
+            .insert(qualname.to_string());
+    }
+
+    /// Whether a function of this module returns an uninitialised buffer on every path.
+    pub fn is_learned_uninitialized_buffer(&self, qualname: &str) -> bool {
+        self.types.learned_uninitialized.contains(qualname)
     }
 
     /// Whether the module imports NumPy anywhere (array methods are then ambiguous).

@@ -128,7 +128,7 @@ fn factory_of<'a>(checker: &Checker<'a>, value: &'a Expr) -> Option<Factory<'a>>
     }
     let helper = match (qualified.as_deref(), &*call.func) {
         (Some(qualified), _) => checker.model.returns_uninitialized_buffer(qualified),
-        (None, Expr::Name(_)) => checker.module_facts.uninitialized_buffers.contains(name),
+        (None, Expr::Name(_)) => checker.model.is_learned_uninitialized_buffer(name),
         (None, Expr::Attribute(attribute)) => {
             match (
                 &*attribute.value,
@@ -139,9 +139,8 @@ fn factory_of<'a>(checker: &Checker<'a>, value: &'a Expr) -> Option<Factory<'a>>
                     if receiver.id.as_str() == self_name =>
                 {
                     checker
-                        .module_facts
-                        .uninitialized_buffers
-                        .contains(&format!("{class}.{name}"))
+                        .model
+                        .is_learned_uninitialized_buffer(&format!("{class}.{name}"))
                 }
                 _ => false,
             }

@@ -105,7 +105,7 @@ impl Check for UninitializedPartialWrite {
     fn function_exit(checker: &mut Checker) {
         if checker.rule_state.allocation.returns_fresh == Some(true) {
             if let Some(function) = checker.function().map(str::to_string) {
-                checker.module_facts.uninitialized_buffers.insert(function);
+                checker.model.learn_uninitialized_buffer(&function);
             }
         }
     }
