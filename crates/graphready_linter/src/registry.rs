@@ -120,6 +120,7 @@ rule_table! {
     ExplicitSynchronize => sync::rules::explicit_synchronize::ExplicitSynchronize;
     TensorFormatting => sync::rules::tensor_formatting::TensorFormatting;
     DeviceScalarAsSize => sync::rules::device_scalar_as_size::DeviceScalarAsSize;
+    PageableNonBlockingCopy => sync::rules::pageable_non_blocking_copy::PageableNonBlockingCopy;
     DynamicOutputShapeOp => dynamic_shape::rules::dynamic_output_shape_op::DynamicOutputShapeOp;
     BooleanMaskIndexing => dynamic_shape::rules::boolean_mask_indexing::BooleanMaskIndexing;
     RepeatInterleaveWithoutOutputSize => dynamic_shape::rules::repeat_interleave_without_output_size::RepeatInterleaveWithoutOutputSize;

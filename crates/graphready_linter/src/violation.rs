@@ -52,6 +52,12 @@ pub trait Violation {
     /// The calls [`Check::call`] judges.
     const CALLS: Calls = Calls::None;
     fn message(&self) -> String;
+    /// Whether this finding is a hazard only where the code runs captured. A rule whose forms
+    /// differ (a value baked into the graph, or a copy that also stalls every step) answers per
+    /// finding; the default is the rule's [`Violation::CAPTURED_ONLY`].
+    fn captured_only(&self) -> bool {
+        Self::CAPTURED_ONLY
+    }
     fn fix_title(&self) -> Option<String> {
         None
     }

@@ -289,3 +289,117 @@ fn readme_rule_table_is_current() {
     let generated = format!("{}{}{}", &readme[..body], rule_table(), &readme[end..]);
     assert_current(&path, &generated);
 }
+
+/// The first ```python block after `marker` in a rule's documentation.
+fn python_block<'d>(docs: &'d str, marker: &str) -> Option<&'d str> {
+    let after = &docs[docs.find(marker)? + marker.len()..];
+    let start = after.find("```python\n")? + "```python\n".len();
+    let end = start + after[start..].find("```")?;
+    Some(&after[start..end])
+}
+
+/// A documentation snippet as a checkable module: the modules it names imported, every `def`
+/// but `__init__` marked as a captured entry point, methods (a first parameter `self`) and loose
+/// statements (which may use `self`) wrapped in a class.
+fn snippet_module(snippet: &str) -> String {
+    let mut module = String::from("import torch\n");
+    for (used, import) in [
+        ("np.", "import numpy as np\n"),
+        ("F.", "import torch.nn.functional as F\n"),
+        ("dist.", "import torch.distributed as dist\n"),
+        ("time.", "import time\n"),
+        ("math.", "import math\n"),
+        (
+            "logger.",
+            "import logging\n\nlogger = logging.getLogger(__name__)\n",
+        ),
+    ] {
+        if snippet.contains(used) {
+            module.push_str(import);
+        }
+    }
+    module.push('\n');
+    let mark = |line: &str| {
+        let code = line.trim_start();
+        if code.starts_with("def ")
+            && !code.starts_with("def __init__")
+            && line.trim_end().ends_with(':')
+        {
+            format!("{line}  # graphready: captured\n")
+        } else {
+            format!("{line}\n")
+        }
+    };
+    let top_level_defs: Vec<&str> = snippet
+        .lines()
+        .filter(|line| line.starts_with("def ") || line.starts_with("class "))
+        .collect();
+    let methods = top_level_defs.iter().any(|line| line.contains("(self"));
+    if !top_level_defs.is_empty() && !methods {
+        module.extend(snippet.lines().map(mark));
+        return module;
+    }
+    module.push_str("class Example(torch.nn.Module):\n");
+    if top_level_defs.is_empty() {
+        module.push_str("    def example(self):  # graphready: captured\n");
+    }
+    let indent = if top_level_defs.is_empty() {
+        "        "
+    } else {
+        "    "
+    };
+    for line in snippet.lines() {
+        module.push_str(indent);
+        module.push_str(&mark(line));
+    }
+    module
+}
+
+/// Every rule's documented example is flagged by the rule, and its "Use instead" is not.
+#[test]
+fn documentation_examples_are_flagged_and_their_fixes_are_not() {
+    let dir = std::env::temp_dir().join(format!("graphready-doc-examples-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut failures = Vec::new();
+    for &rule in Rule::ALL {
+        let docs = rule.docs();
+        let code = rule.code();
+        for (marker, must_fire) in [("## Example", true), ("Use instead:", false)] {
+            let Some(snippet) = python_block(&docs, marker) else {
+                failures.push(format!("{code}: no ```python block after `{marker}`"));
+                continue;
+            };
+            let module = snippet_module(snippet);
+            let path = dir.join(format!(
+                "{code}_{}.py",
+                if must_fire { "example" } else { "fix" }
+            ));
+            std::fs::write(&path, &module).unwrap();
+            let settings = Settings {
+                rules: only(rule),
+                ..Settings::default()
+            };
+            let hot_path = HotPathSettings::default();
+            let options = Options::new(std::slice::from_ref(&settings), &hot_path, Scope::All);
+            let fired = project::check(&options, |found| {
+                found(SourceFile {
+                    path: path.clone(),
+                    settings: 0,
+                    ignored: RuleSet::empty(),
+                });
+            })
+            .files
+            .iter()
+            .flat_map(|file| &file.diagnostics)
+            .any(|diagnostic| diagnostic.code == code);
+            if fired != must_fire {
+                failures.push(format!(
+                    "{code}: the `{marker}` snippet is {} flagged:\n{module}",
+                    if fired { "" } else { "not" }
+                ));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -1,24 +1,16 @@
 //! Guards: conditions under which code cannot be running inside a captured region.
 //!
 //! `safe_when(test, negated)` answers: if `test` evaluates to `!negated`, is the code that runs
-//! then outside capture? It understands `not`, `and`, `or` (De Morgan included), the capture
-//! predicates (`torch.cuda.is_current_stream_capturing()` and configured equivalents),
-//! `torch.compiler.is_compiling()`, `x.is_cuda` (a CPU tensor never syncs a device) and the
-//! configured debug guards.
+//! then outside capture? It understands `not`, `and`, `or` (De Morgan included), capture flags
+//! (`torch.cuda.is_current_stream_capturing()` and configured equivalents,
+//! `torch.compiler.is_compiling()`, helpers that return them, names bound to them: see
+//! `semantic::predicates`), `x.is_cuda` (a CPU tensor never syncs a device) and the configured
+//! debug guards.
 
-use crate::semantic::SemanticModel;
+use crate::semantic::{SemanticModel, Ty};
 use crate::settings::Settings;
 use crate::util::last_segment;
 use ruff_python_ast::{self as ast, Expr};
-
-/// Predicates whose truthy value means "being compiled", so the negated branch is eager-only.
-const COMPILING_PREDICATES: &[&str] = &[
-    "torch.compiler.is_compiling",
-    "torch.compiler.is_dynamo_compiling",
-    "torch._dynamo.is_compiling",
-    "torch._utils.is_compiling",
-    "torch.jit.is_tracing",
-];
 
 pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negated: bool) -> bool {
     if !negated
@@ -49,12 +41,7 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
                     .all(|v| safe_when(model, settings, v, negated))
             }
         }
-        Expr::Call(call) if call.arguments.is_empty() => {
-            negated
-                && (is_capture_predicate(model, settings, &call.func)
-                    || is_compiling(model, &call.func))
-        }
-        Expr::Attribute(attribute) => negated && attribute.attr.id.as_str() == "is_cuda",
+        Expr::Attribute(attribute) if attribute.attr.id.as_str() == "is_cuda" => negated,
         Expr::Compare(compare) if negated => {
             // `x.device.type == "cuda"` is false only for host tensors.
             compare.ops.len() == 1
@@ -68,29 +55,14 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
                 && is_device_type(&compare.left)
                 && matches!(&compare.comparators[0], Expr::StringLiteral(s) if s.value.to_str() == "cpu")
         }
-        _ => false,
+        // A capture flag is false only outside capture: `if not is_tracing(x):`, `if not flag:`.
+        _ => negated && model.ty(test) == Ty::CaptureFlag,
     }
 }
 
 fn is_device_type(expr: &Expr) -> bool {
     matches!(expr, Expr::Attribute(a) if a.attr.id.as_str() == "type"
         && matches!(&*a.value, Expr::Attribute(d) if d.attr.id.as_str() == "device"))
-}
-
-/// A call of a capture predicate: matched on its last name segment, so engine helpers imported
-/// from anywhere (`get_is_capture_mode`) count.
-pub fn is_capture_predicate(model: &SemanticModel, settings: &Settings, func: &Expr) -> bool {
-    let segment = model
-        .qualified_name(func)
-        .and_then(|q| q.rsplit('.').next().map(str::to_string))
-        .or_else(|| last_segment(func).map(str::to_string));
-    segment.is_some_and(|segment| settings.capture_predicates.contains(&segment))
-}
-
-fn is_compiling(model: &SemanticModel, func: &Expr) -> bool {
-    model
-        .qualified_name(func)
-        .is_some_and(|qualified| COMPILING_PREDICATES.contains(&&*qualified))
 }
 
 /// Whether an operand of `and`/`or` makes the operands after it safe: `a and b` evaluates `b`
@@ -114,4 +86,21 @@ pub fn opens_eager_block(item: &ast::WithItem) -> bool {
             || n.contains("sync_allowed")
             || n.contains("allow_sync")
     }))
+}
+
+/// Whether a function is a device kernel written in Python (`@triton.jit`, `@triton.autotune`,
+/// CUTLASS's `@cute.jit`, `@numba.cuda.jit`): its body runs on the GPU, where no value is read
+/// back to the host, so host-side hazards do not apply.
+pub fn is_device_kernel(model: &SemanticModel, function: &ast::StmtFunctionDef) -> bool {
+    function.decorator_list.iter().any(|decorator| {
+        let callee = match &decorator.expression {
+            Expr::Call(call) => &*call.func,
+            other => other,
+        };
+        model.qualified_name(callee).is_some_and(|qualified| {
+            ["triton.", "cutlass.", "numba.cuda."]
+                .iter()
+                .any(|prefix| qualified.starts_with(prefix))
+        })
+    })
 }

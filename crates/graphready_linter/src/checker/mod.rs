@@ -53,6 +53,8 @@ pub struct Checker<'a> {
     summary: SummaryBuilder<'a>,
     /// Per-function state of the rules that judge a whole function.
     pub(crate) rule_state: rules::FunctionState<'a>,
+    /// What the rules learned about this module's functions, for their callers visited later.
+    pub(crate) module_facts: rules::ModuleFacts,
 }
 
 /// What a checker run produces.
@@ -72,10 +74,12 @@ impl<'a> Checker<'a> {
         is_package: bool,
         returns: ProjectFacts<'a>,
     ) -> Self {
+        let mut model = SemanticModel::new(module, is_package, returns);
+        model.set_capture_predicates(&settings.capture_predicates);
         Checker {
             settings,
             rules,
-            model: SemanticModel::new(module, is_package, returns),
+            model,
             summary: SummaryBuilder::new(source, module),
             diagnostics: Vec::new(),
             safe_depth: 0,
@@ -83,6 +87,7 @@ impl<'a> Checker<'a> {
             classes: Vec::new(),
             deferred: Vec::new(),
             rule_state: rules::FunctionState::default(),
+            module_facts: rules::ModuleFacts::default(),
             only: None,
         }
     }
@@ -92,6 +97,11 @@ impl<'a> Checker<'a> {
     pub fn only(mut self, only: Option<&'a FxHashSet<String>>) -> Self {
         self.only = only;
         self
+    }
+
+    /// The qualified name of the function being visited (`Class.method`), if any.
+    pub fn function(&self) -> Option<&str> {
+        self.function.as_deref()
     }
 
     pub fn enabled(&self, rule: Rule) -> bool {
@@ -113,7 +123,7 @@ impl<'a> Checker<'a> {
             message: violation.message(),
             fix: violation.fix_title(),
             function: self.function.clone(),
-            captured_only: V::CAPTURED_ONLY,
+            captured_only: violation.captured_only(),
         });
     }
 
@@ -295,7 +305,8 @@ impl<'a> Visitor<'a> for Checker<'a> {
                         .copied()
                         .filter(|_| self.function.is_none()),
                     qualname: self.qualify(name),
-                    safe: !self.in_captured_code(),
+                    safe: !self.in_captured_code()
+                        || guards::is_device_kernel(&self.model, function),
                 };
                 if self.function.is_some() {
                     self.visit_function_body(deferred);
@@ -375,12 +386,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
             }
             Stmt::For(for_stmt) => {
                 self.visit_expr(&for_stmt.iter);
-                let element = match self.model.ty(&for_stmt.iter) {
-                    Ty::TensorSeq | Ty::Tensor => Ty::Tensor,
-                    // `for layer in self.layers:` over an `nn.ModuleList`.
-                    Ty::Module => Ty::Module,
-                    _ => Ty::Unknown,
-                };
+                let element = self.model.ty(&for_stmt.iter).element();
                 self.model.bind_target(&for_stmt.target, element);
                 self.summary
                     .loop_target(&self.model, &for_stmt.target, &for_stmt.iter);
@@ -482,10 +488,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
 
     fn visit_comprehension(&mut self, comprehension: &'a ast::Comprehension) {
         self.visit_expr(&comprehension.iter);
-        let element = match self.model.ty(&comprehension.iter) {
-            Ty::TensorSeq | Ty::Tensor => Ty::Tensor,
-            _ => Ty::Unknown,
-        };
+        let element = self.model.ty(&comprehension.iter).element();
         self.model.bind_target(&comprehension.target, element);
         for condition in &comprehension.ifs {
             self.visit_expr(condition);

@@ -252,16 +252,16 @@ impl<'s> HotPath<'s> {
         !self.capture_entries.is_empty() || !self.step_entries.is_empty()
     }
 
-    /// The modules where a function reached from an entry point calls one of `callees`
+    /// The modules where a function reached from an entry point calls a function `known` says
     /// (qualified names through imports).
-    pub fn modules_calling<V>(&self, callees: &FxHashMap<String, V>) -> Vec<usize> {
+    pub fn modules_calling(&self, known: impl Fn(&str) -> bool) -> Vec<usize> {
         let mut modules: Vec<usize> = self
             .captured
             .keys()
             .chain(self.stalled.keys())
             .filter(|node| {
                 self.index.function(**node).calls.iter().any(|site| {
-                    matches!(&site.target, CallTarget::Function(Ref::Qualified(q)) if callees.contains_key(q))
+                    matches!(&site.target, CallTarget::Function(Ref::Qualified(q)) if known(q))
                 })
             })
             .map(|node| node.module)

@@ -350,23 +350,18 @@ fn phase3(
     outcomes: &mut [Outcome],
     summaries: &[ModuleSummary],
     hot: &HotPath,
-    external: &ExternalReturns,
+    external: &ExternalFacts,
 ) -> usize {
     let mut again: Vec<usize> = match scope {
         Scope::All => summaries
             .iter()
             .enumerate()
-            .filter(|(_, summary)| {
-                summary
-                    .imported_callees
-                    .iter()
-                    .any(|c| external.contains_key(c))
-            })
+            .filter(|(_, summary)| summary.imported_callees.iter().any(|c| external.knows(c)))
             .map(|(i, _)| i)
             .collect(),
         // Only where a reached function itself calls one: nothing else is reported.
         Scope::Hot if external.is_empty() => Vec::new(),
-        Scope::Hot => hot.modules_calling(external),
+        Scope::Hot => hot.modules_calling(|callee| external.knows(callee)),
     };
     // Modules whose functions receive device tensors from reached callers.
     again.extend(hot.modules_with_tensor_params());
@@ -382,8 +377,9 @@ fn phase3(
             let only = (scope == Scope::Hot).then(|| hot.reportable_functions(i));
             let tensor_params = hot.tensor_params_in(i);
             let facts = ProjectFacts {
-                returns: Some(external),
+                returns: Some(&external.returns),
                 tensor_params: Some(&tensor_params),
+                uninitialized_buffers: Some(&external.uninitialized),
             };
             check_file(c, &candidates[c], options, facts, only.as_ref()).map(|outcome| (i, outcome))
         })
@@ -414,22 +410,47 @@ fn reported(diagnostic: &Diagnostic, scope: Scope) -> bool {
 }
 
 /// Tensor-returning module-level functions by qualified name, including re-exports.
-fn external_returns(summaries: &[ModuleSummary]) -> ExternalReturns {
+/// What other modules' functions return, as far as a module's check can use it.
+#[derive(Default)]
+struct ExternalFacts {
+    /// Tensor, host-tensor and capture-flag returns by qualified name.
+    returns: ExternalReturns,
+    /// Functions whose every return is an uninitialised buffer, by qualified name.
+    uninitialized: rustc_hash::FxHashSet<String>,
+}
+
+impl ExternalFacts {
+    fn knows(&self, qualified: &str) -> bool {
+        self.returns.contains_key(qualified) || self.uninitialized.contains(qualified)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.returns.is_empty() && self.uninitialized.is_empty()
+    }
+}
+
+fn external_returns(summaries: &[ModuleSummary]) -> ExternalFacts {
     let mut table = ExternalReturns::default();
+    let mut uninitialized = rustc_hash::FxHashSet::default();
     for summary in summaries {
         let Some(module) = &summary.module else {
             continue;
         };
         for function in &summary.functions {
-            if function.class.is_none()
-                && !function.qualname.contains('.')
-                && function.returns.is_tensor_like()
-            {
+            let known = function.returns.is_tensor_like()
+                || function.returns.is_host_tensor()
+                || function.returns == crate::semantic::Ty::CaptureFlag;
+            let module_level = function.class.is_none() && !function.qualname.contains('.');
+            if module_level && known {
                 table.insert(format!("{module}.{}", function.qualname), function.returns);
+            }
+            if module_level && function.returns_uninitialized {
+                uninitialized.insert(format!("{module}.{}", function.qualname));
             }
         }
     }
     let mut aliases = Vec::new();
+    let mut uninitialized_aliases = Vec::new();
     for summary in summaries {
         let Some(module) = &summary.module else {
             continue;
@@ -438,10 +459,17 @@ fn external_returns(summaries: &[ModuleSummary]) -> ExternalReturns {
             if let Some(ty) = table.get(qualified) {
                 aliases.push((format!("{module}.{name}"), *ty));
             }
+            if uninitialized.contains(qualified) {
+                uninitialized_aliases.push(format!("{module}.{name}"));
+            }
         }
     }
     table.extend(aliases);
-    table
+    uninitialized.extend(uninitialized_aliases);
+    ExternalFacts {
+        returns: table,
+        uninitialized,
+    }
 }
 
 fn display_path(path: &Path) -> String {

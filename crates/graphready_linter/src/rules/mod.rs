@@ -2,6 +2,8 @@
 
 pub mod allocation;
 pub mod capture_illegal;
+#[cfg(test)]
+mod cross_module_tests;
 pub mod dynamic_shape;
 pub mod host_data;
 pub mod op_tags;
@@ -23,10 +25,31 @@ pub struct FunctionState<'a> {
     pub self_assigned: Vec<TextRange>,
     /// The callee's qualified name of the call being dispatched, resolved once for all rules.
     callee: Option<(TextRange, Option<std::rc::Rc<str>>)>,
+    /// What the function's returns are, for learning the helpers that return a capture flag.
+    returns: Returns,
+    pub sync: sync::State<'a>,
     pub dynamic_shape: dynamic_shape::State<'a>,
     pub host_data: host_data::State<'a>,
     pub allocation: allocation::State<'a>,
     pub capture_illegal: capture_illegal::State<'a>,
+}
+
+/// What the rules learn about a module's functions while walking it (callees are visited before
+/// their callers), for the calls of those functions.
+#[derive(Debug, Default)]
+pub struct ModuleFacts {
+    /// GR303: ranks of tensors stored on `self` (`Class.attribute`), from the allocations that
+    /// store them; `None` where two allocations disagree.
+    pub attribute_ranks: rustc_hash::FxHashMap<String, Option<usize>>,
+}
+
+/// What a function's `return` statements give, as far as capture flags go.
+#[derive(Debug, Default, Clone, Copy)]
+struct Returns {
+    /// A return of a capture flag was seen.
+    flag: bool,
+    /// A return of something else than a flag or `False` / `None` was seen.
+    other: bool,
 }
 
 impl FunctionState<'_> {
@@ -72,6 +95,9 @@ pub fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
     if let Some(value) = self_assignment_value(checker, stmt) {
         checker.rule_state.self_assigned.push(value);
     }
+    if let Stmt::Return(ret) = stmt {
+        record_return(checker, ret.value.as_deref());
+    }
     registry::statement_hooks(checker, stmt);
 }
 
@@ -83,7 +109,27 @@ pub fn truth_test<'a>(checker: &mut Checker<'a>, test: &'a Expr) {
 
 /// After a function's body was visited, with the function's bindings still in scope.
 pub fn function_exit(checker: &mut Checker) {
+    let returns = checker.rule_state.returns;
+    if returns.flag && !returns.other {
+        if let Some(function) = checker.function().map(str::to_string) {
+            checker.model.learn_predicate(&function);
+        }
+    }
     registry::function_exit_hooks(checker);
+}
+
+/// A `return`: a helper whose returns are all capture flags (an `except` branch may return
+/// `False`: nothing is captured when the check itself fails) guards like the flag it returns.
+fn record_return(checker: &mut Checker, value: Option<&Expr>) {
+    let returns = &mut checker.rule_state.returns;
+    match value {
+        None | Some(Expr::NoneLiteral(_)) => {}
+        Some(Expr::BooleanLiteral(literal)) if !literal.value => {}
+        Some(value) if checker.model.ty(value) == crate::semantic::Ty::CaptureFlag => {
+            returns.flag = true;
+        }
+        Some(_) => returns.other = true,
+    }
 }
 
 /// The qualified name of a call's callee (`torch.nonzero`), resolved once per call for every rule.
@@ -140,7 +186,10 @@ pub fn assigned_name(stmt: &Stmt) -> Option<(&str, &Expr)> {
 pub fn is_device_target(checker: &Checker, expr: &Expr) -> bool {
     match expr {
         Expr::StringLiteral(literal) => literal.value.to_str().starts_with("cuda"),
-        Expr::Attribute(attribute) if attribute.attr.id.as_str() == "device" => true,
+        // `x.device`, unless `x` is known or named to live on the host (`host_buf.device`).
+        Expr::Attribute(attribute) if attribute.attr.id.as_str() == "device" => {
+            !(host_named(&attribute.value) || checker.ty(&attribute.value).is_host_tensor())
+        }
         Expr::Name(_) | Expr::Attribute(_) => {
             if checker.model.qualified_name(expr).is_some() {
                 return false;
@@ -166,6 +215,27 @@ pub fn is_device_target(checker: &Checker, expr: &Expr) -> bool {
     }
 }
 
+/// Whether the value of a `device=` keyword names a device other than the host: what
+/// [`is_device_target`] accepts, and any variable not named for the host (`device=dev`,
+/// `device=self.target`): code passes a device explicitly to put the tensor there.
+pub fn is_device_keyword(checker: &Checker, expr: &Expr) -> bool {
+    if is_device_target(checker, expr) {
+        return true;
+    }
+    let name = match expr {
+        Expr::Name(name) => name.id.as_str(),
+        // `x.device` is judged by what `x` is.
+        Expr::Attribute(attribute) if attribute.attr.id.as_str() != "device" => {
+            attribute.attr.id.as_str()
+        }
+        _ => return false,
+    };
+    checker.model.qualified_name(expr).is_none()
+        && !checker.ty(expr).is_host_tensor()
+        && !name.to_ascii_lowercase().contains("cpu")
+        && !host_named(expr)
+}
+
 /// The device a `.to(...)` / `.cuda()` call moves to, when it moves to the device.
 pub fn moves_to_device(checker: &Checker, call: &ast::ExprCall) -> bool {
     match method_call(call) {
@@ -176,7 +246,7 @@ pub fn moves_to_device(checker: &Checker, call: &ast::ExprCall) -> bool {
                 .first()
                 .is_some_and(|arg| is_device_target(checker, arg))
                 || crate::semantic::keyword(call, "device")
-                    .is_some_and(|device| is_device_target(checker, device))
+                    .is_some_and(|device| is_device_keyword(checker, device))
         }
         _ => false,
     }
@@ -210,14 +280,9 @@ pub fn builtin_call<'e>(
 }
 
 /// Whether an expression's name says it lives on the host (see
-/// [`crate::semantic::host_named`]).
+/// [`crate::semantic::expr_host_named`]).
 pub fn host_named(expr: &Expr) -> bool {
-    match expr {
-        Expr::Name(name) => crate::semantic::host_named(name.id.as_str()),
-        Expr::Attribute(attribute) => crate::semantic::host_named(attribute.attr.id.as_str()),
-        Expr::Subscript(subscript) => host_named(&subscript.value),
-        _ => false,
-    }
+    crate::semantic::expr_host_named(expr)
 }
 
 /// Whether an expression may be a device tensor: known to be one, or of unknown type without a

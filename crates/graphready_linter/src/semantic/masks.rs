@@ -5,11 +5,35 @@ use super::syntax::keyword;
 use super::types::Ty;
 use ruff_python_ast::{self as ast, Expr};
 
+/// Operations that reshape, repeat or copy a tensor without changing its dtype.
+const SHAPE_OPS: &[&str] = &[
+    "view",
+    "view_as",
+    "reshape",
+    "reshape_as",
+    "expand",
+    "expand_as",
+    "unsqueeze",
+    "squeeze",
+    "flatten",
+    "transpose",
+    "permute",
+    "contiguous",
+    "clone",
+    "repeat",
+    "repeat_interleave",
+    "narrow",
+    "select",
+    "detach",
+    "unflatten",
+];
+
 impl SemanticModel<'_> {
     /// Whether the expression is a boolean tensor that may live on the device (a mask):
-    /// comparisons of device tensors, `.bool()`, `.to(torch.bool)`, `torch.isnan` and friends,
-    /// logical operations, `~` / `&` / `|` of masks, and factories with `dtype=torch.bool`.
-    /// Anything less certain is not a mask.
+    /// comparisons of device tensors (or, in a module that never imports NumPy, of values of
+    /// unknown type: `ids == expert`), `.bool()`, `.to(torch.bool)`, `torch.isnan` and friends,
+    /// logical operations, `~` / `&` / `|` of masks, views and repeats of masks, and factories
+    /// with `dtype=torch.bool`. Anything less certain is not a mask.
     pub fn is_bool_tensor(&self, expr: &Expr) -> bool {
         match expr {
             Expr::Name(name) => self
@@ -26,7 +50,11 @@ impl SemanticModel<'_> {
                             | ast::CmpOp::Eq
                             | ast::CmpOp::NotEq
                     )
-                }) && self.ty(expr) == Ty::Tensor
+                }) && match self.ty(expr) {
+                    Ty::Tensor => true,
+                    Ty::Unknown => !self.imports_numpy && self.compares_values(compare),
+                    _ => false,
+                }
             }
             Expr::UnaryOp(unary) => {
                 matches!(unary.op, ast::UnaryOp::Invert) && self.is_bool_tensor(&unary.operand)
@@ -43,6 +71,27 @@ impl SemanticModel<'_> {
             Expr::Call(call) => self.is_bool_call(call) && self.ty(expr) == Ty::Tensor,
             _ => false,
         }
+    }
+
+    /// A comparison of values that may be tensors: every operand of unknown type or a device
+    /// tensor, at least one a variable (not a literal), none a string or `None`.
+    fn compares_values(&self, compare: &ast::ExprCompare) -> bool {
+        let operands = || std::iter::once(&*compare.left).chain(compare.comparators.iter());
+        operands().all(|operand| {
+            !matches!(
+                operand,
+                Expr::StringLiteral(_)
+                    | Expr::BytesLiteral(_)
+                    | Expr::NoneLiteral(_)
+                    | Expr::FString(_)
+                    | Expr::BooleanLiteral(_)
+            ) && matches!(self.ty(operand), Ty::Tensor | Ty::Unknown | Ty::Host)
+        }) && operands().any(|operand| {
+            matches!(
+                operand,
+                Expr::Name(_) | Expr::Attribute(_) | Expr::Subscript(_) | Expr::Call(_)
+            ) && matches!(self.ty(operand), Ty::Tensor | Ty::Unknown)
+        })
     }
 
     fn is_bool_call(&self, call: &ast::ExprCall) -> bool {
@@ -78,15 +127,26 @@ impl SemanticModel<'_> {
             let Some(name) = qualified.strip_prefix("torch.") else {
                 return false;
             };
-            return BOOL_OPS.contains(&name) || dtype_is_bool;
+            // `torch.repeat_interleave(mask, n)`: a mask, repeated.
+            let of_mask = SHAPE_OPS.contains(&name)
+                && call
+                    .arguments
+                    .args
+                    .first()
+                    .is_some_and(|first| self.is_bool_tensor(first));
+            return BOOL_OPS.contains(&name) || dtype_is_bool || of_mask;
         }
         let Expr::Attribute(attribute) = &*call.func else {
             return false;
         };
         match attribute.attr.id.as_str() {
             "bool" => call.arguments.is_empty(),
-            "to" => call.arguments.args.iter().any(is_bool_dtype) || dtype_is_bool,
+            "to" if call.arguments.args.iter().any(is_bool_dtype) || dtype_is_bool => true,
             "new_zeros" | "new_ones" | "new_empty" | "new_full" => dtype_is_bool,
+            // `(a < b).expand_as(logits)`, `mask.to(device)`: the same mask, reshaped or moved.
+            method if SHAPE_OPS.contains(&method) || method == "to" => {
+                self.is_bool_tensor(&attribute.value)
+            }
             method => BOOL_OPS.contains(&method),
         }
     }

@@ -2,14 +2,18 @@
 //! imports resolved to qualified names, classes) and, on top of it, the type inference that
 //! tells device tensors, host tensors, NumPy arrays and host values apart.
 
+mod annotations;
 mod cache;
 mod classes;
+mod host_memory;
 mod masks;
 mod model;
+mod predicates;
 mod syntax;
 pub(crate) mod tensor_api;
 mod types;
 
+pub use host_memory::is_legacy_host_type;
 pub use model::SemanticModel;
-pub use syntax::{host_named, is_cpu_device, is_cpu_move, keyword};
+pub use syntax::{expr_host_named, is_cpu_device, is_cpu_move, keyword};
 pub use types::{ProjectFacts, Ty};

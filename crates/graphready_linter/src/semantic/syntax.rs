@@ -36,6 +36,17 @@ pub fn host_named(name: &str) -> bool {
         || has(name, b"_host_")
 }
 
+/// Whether an expression's name says it lives on the host: a name, an attribute, or a subscript
+/// of one (`seq_lens_cpu`, `self.positions_np`, `batch.seq_lens_cpu[:n]`).
+pub fn expr_host_named(expr: &Expr) -> bool {
+    match expr {
+        Expr::Name(name) => host_named(name.id.as_str()),
+        Expr::Attribute(attribute) => host_named(attribute.attr.id.as_str()),
+        Expr::Subscript(subscript) => expr_host_named(&subscript.value),
+        _ => false,
+    }
+}
+
 /// A keyword argument by name.
 pub fn keyword<'e>(call: &'e ast::ExprCall, name: &str) -> Option<&'e Expr> {
     call.arguments

@@ -493,6 +493,12 @@ pub fn tensor_method_result(
     TENSOR_METHODS.contains(&method).then_some(Returns::Tensor)
 }
 
+/// Tensor methods whose names other common objects share (`re.Pattern.sub`, `set.add`): on a
+/// receiver of unknown type they say nothing.
+pub fn is_shared_method(method: &str) -> bool {
+    matches!(method, "sub" | "add")
+}
+
 /// Whether `<unknown>.<method>(...)` certainly returns a tensor.
 pub fn is_tensor_only_method(method: &str) -> bool {
     TENSOR_ONLY_METHODS.contains(&method)

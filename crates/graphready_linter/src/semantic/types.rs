@@ -3,10 +3,11 @@
 //! report only on "yes"; "unknown" keeps graphready silent.
 
 use super::cache::NodeCache;
+use super::host_memory;
 use super::model::{Binding, SemanticModel};
-use super::syntax::{host_named, is_cpu_device, is_cpu_move, keyword};
+use super::syntax::{host_named, is_cpu_device, keyword};
 use super::tensor_api::{self, Returns};
-use ruff_python_ast::{self as ast, Expr, Parameters};
+use ruff_python_ast::{self as ast, Expr};
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 
@@ -17,14 +18,26 @@ pub enum Ty {
     Unknown,
     /// A tensor that may live on the GPU: reading its value on the host syncs.
     Tensor,
-    /// A tensor known to live in host memory (`.cpu()`, factories without `device=`).
+    /// A tensor known to live in host memory whose pinning is unknown (a parameter named like a
+    /// host mirror, `seq_lens_cpu`).
     CpuTensor,
+    /// A host tensor in pinned memory (`pin_memory=True`, `.pin_memory()`, views of those).
+    PinnedTensor,
+    /// A host tensor in pageable memory: `torch.tensor(...)`, `.cpu()`, host factories without
+    /// `pin_memory=`, and every new tensor a host operation makes (see [`super::host_memory`]).
+    PageableTensor,
     /// A NumPy array or scalar: host memory, never a sync.
     Array,
     /// A tuple or list whose elements are tensors.
     TensorSeq,
+    /// A Python list of host values (`[0, 2, 5]`, `list(...)`, `sorted(...)`, a `list[int]`
+    /// parameter): used as an index into a device tensor, PyTorch uploads it.
+    HostList,
     /// Certainly not a tensor: numbers, strings, containers, `None`, NumPy values, shapes.
     Host,
+    /// A host bool that is true whenever the code runs inside a CUDA graph capture or a
+    /// `torch.compile` trace (see [`super::predicates`]): `if not flag:` guards eager-only code.
+    CaptureFlag,
     /// An `nn.Module` instance: calling it returns a tensor.
     Module,
     Stream,
@@ -36,6 +49,47 @@ impl Ty {
     /// modules.
     pub fn is_tensor_like(self) -> bool {
         matches!(self, Ty::Tensor | Ty::TensorSeq)
+    }
+
+    /// A tensor in host memory, pinned or not.
+    pub fn is_host_tensor(self) -> bool {
+        matches!(self, Ty::CpuTensor | Ty::PinnedTensor | Ty::PageableTensor)
+    }
+
+    /// A tensor, wherever it lives.
+    pub fn is_tensor(self) -> bool {
+        self == Ty::Tensor || self.is_host_tensor()
+    }
+
+    /// Host memory or a host value: reading it never synchronises with the device.
+    pub fn is_host(self) -> bool {
+        self.is_host_tensor()
+            || matches!(self, Ty::Array | Ty::Host | Ty::HostList | Ty::CaptureFlag)
+    }
+
+    /// What a value is when it may be either: `a if c else b`, the returns of one function.
+    /// Host tensors of different pinning are host tensors of unknown pinning.
+    pub fn join(self, other: Ty) -> Ty {
+        match (self, other) {
+            (a, b) if a == b => a,
+            (a, b) if a.is_host_tensor() && b.is_host_tensor() => Ty::CpuTensor,
+            (Ty::Host, Ty::HostList) | (Ty::HostList, Ty::Host) => Ty::Host,
+            _ => Ty::Unknown,
+        }
+    }
+
+    /// The type of the elements a `for` loop or a comprehension draws from a value of this type.
+    pub fn element(self) -> Ty {
+        match self {
+            Ty::TensorSeq | Ty::Tensor => Ty::Tensor,
+            // The rows of a host tensor are views of its memory.
+            ty if ty.is_host_tensor() => ty,
+            Ty::Array => Ty::Array,
+            Ty::HostList => Ty::Host,
+            // `for layer in self.layers:` over an `nn.ModuleList`.
+            Ty::Module => Ty::Module,
+            _ => Ty::Unknown,
+        }
     }
 }
 
@@ -62,6 +116,9 @@ pub struct ProjectFacts<'a> {
     pub returns: Option<&'a FxHashMap<String, Ty>>,
     /// Function qualified name inside the module → parameters that receive device tensors.
     pub tensor_params: Option<&'a FxHashMap<String, Vec<String>>>,
+    /// Other modules' functions whose every return is a buffer from `torch.empty` and friends
+    /// that nothing wrote (GR404 follows it through the caller), by qualified name.
+    pub uninitialized_buffers: Option<&'a rustc_hash::FxHashSet<String>>,
 }
 
 /// What the inference remembers besides the bindings: return types, and memoised answers.
@@ -69,6 +126,12 @@ pub(crate) struct TypeState<'a> {
     facts: ProjectFacts<'a>,
     /// Return types of this module's functions visited so far (callees are visited first).
     learned_returns: FxHashMap<String, Ty>,
+    /// The configured capture predicates, by last name.
+    pub(super) capture_predicates: &'a [String],
+    /// This module's functions whose every return is a capture flag.
+    pub(super) learned_predicates: rustc_hash::FxHashSet<String>,
+    /// This module's functions whose every return is an unwritten allocation.
+    learned_uninitialized: rustc_hash::FxHashSet<String>,
     /// Types per expression node, valid until the next binding changes: every rule asks about
     /// the same receivers and callees.
     cache: RefCell<NodeCache<Ty>>,
@@ -79,12 +142,41 @@ impl<'a> TypeState<'a> {
         TypeState {
             facts,
             learned_returns: FxHashMap::default(),
+            capture_predicates: &[],
+            learned_predicates: rustc_hash::FxHashSet::default(),
+            learned_uninitialized: rustc_hash::FxHashSet::default(),
             cache: RefCell::new(NodeCache::new()),
         }
     }
 }
 
 impl<'a> SemanticModel<'a> {
+    /// Whether another module's function (by qualified name) returns an uninitialised buffer.
+    pub fn returns_uninitialized_buffer(&self, qualified: &str) -> bool {
+        self.types
+            .facts
+            .uninitialized_buffers
+            .is_some_and(|known| known.contains(qualified))
+    }
+
+    /// Records that every return of a function of this module (`helper`, `Class.method`) is a
+    /// buffer from `torch.empty` and friends that nothing wrote (GR404 learns it).
+    pub fn learn_uninitialized_buffer(&mut self, qualname: &str) {
+        self.types
+            .learned_uninitialized
+            .insert(qualname.to_string());
+    }
+
+    /// Whether a function of this module returns an uninitialised buffer on every path.
+    pub fn is_learned_uninitialized_buffer(&self, qualname: &str) -> bool {
+        self.types.learned_uninitialized.contains(qualname)
+    }
+
+    /// Whether the module imports NumPy anywhere (array methods are then ambiguous).
+    pub fn imports_numpy(&self) -> bool {
+        self.imports_numpy
+    }
+
     fn local_return(&self, qualname: &str) -> Option<Ty> {
         self.types.learned_returns.get(qualname).copied()
     }
@@ -95,51 +187,6 @@ impl<'a> SemanticModel<'a> {
         self.types.learned_returns.insert(qualname.to_string(), ty);
     }
 
-    /// The type of a parameter's annotation.
-    pub fn annotation_ty(&self, annotation: &Expr) -> Ty {
-        match annotation {
-            Expr::StringLiteral(literal) => {
-                let text = literal.value.to_str();
-                match text {
-                    "torch.Tensor" | "Tensor" | "torch.nn.Parameter" | "nn.Parameter" => Ty::Tensor,
-                    _ => Ty::Unknown,
-                }
-            }
-            Expr::Subscript(subscript) => {
-                let container = self.qualified_name(&subscript.value);
-                let container = container.as_deref().unwrap_or("");
-                let holds_tensors = match &*subscript.slice {
-                    Expr::Tuple(tuple) => tuple
-                        .elts
-                        .iter()
-                        .any(|element| self.annotation_ty(element) == Ty::Tensor),
-                    element => self.annotation_ty(element) == Ty::Tensor,
-                };
-                let sequence = matches!(
-                    container,
-                    "typing.List" | "typing.Tuple" | "typing.Sequence" | "list" | "tuple"
-                ) || matches!(&*subscript.value, Expr::Name(n) if matches!(n.id.as_str(), "list" | "tuple"));
-                if sequence && holds_tensors {
-                    Ty::TensorSeq
-                } else {
-                    Ty::Unknown
-                }
-            }
-            Expr::Name(name) if matches!(name.id.as_str(), "int" | "float" | "bool" | "str") => {
-                Ty::Host
-            }
-            _ => match self.qualified_name(annotation).as_deref() {
-                Some("torch.Tensor" | "torch.nn.Parameter" | "torch.nn.parameter.Parameter") => {
-                    Ty::Tensor
-                }
-                Some("torch.cuda.Stream" | "torch.Stream") => Ty::Stream,
-                Some("torch.cuda.Event" | "torch.Event") => Ty::Event,
-                Some(numpy) if numpy.starts_with("numpy.") => Ty::Array,
-                _ => Ty::Unknown,
-            },
-        }
-    }
-
     /// Parameters of a function of this module that receive device tensors at its call sites.
     pub fn tensor_params(&self, qualname: &str) -> &'a [String] {
         self.types
@@ -147,28 +194,6 @@ impl<'a> SemanticModel<'a> {
             .tensor_params
             .and_then(|params| params.get(qualname))
             .map_or(&[], Vec::as_slice)
-    }
-
-    /// Binds a function's parameters from their annotations.
-    pub fn bind_parameters(&mut self, parameters: &'a Parameters) {
-        for parameter in parameters.iter_non_variadic_params() {
-            let ty = parameter
-                .parameter
-                .annotation()
-                .map_or(Ty::Unknown, |annotation| self.annotation_ty(annotation));
-            self.bind(parameter.parameter.name.id.as_str(), ty);
-        }
-        if let Some(vararg) = &parameters.vararg {
-            self.bind(vararg.name.id.as_str(), Ty::Unknown);
-        }
-        if let Some(kwarg) = &parameters.kwarg {
-            self.bind(kwarg.name.id.as_str(), Ty::Host);
-        }
-        // After `bind`, which forgets a rebound parameter.
-        let names = parameters
-            .iter_non_variadic_params()
-            .map(|parameter| parameter.parameter.name.id.as_str());
-        self.current().parameters.extend(names);
     }
 
     /// Binds the names of an assignment target to the type of the assigned value.
@@ -204,7 +229,7 @@ impl<'a> SemanticModel<'a> {
         let ty = self.ty(value);
         self.bind_target(target, ty);
         if let Expr::Name(name) = target {
-            if ty == Ty::Tensor && self.is_bool_tensor(value) {
+            if matches!(ty, Ty::Tensor | Ty::Unknown) && self.is_bool_tensor(value) {
                 self.current().bool_tensors.insert(name.id.as_str());
             }
         }
@@ -250,11 +275,21 @@ impl<'a> SemanticModel<'a> {
             Expr::Call(call) => self.call_ty(call),
             Expr::BinOp(binop) => {
                 let (left, right) = (self.ty(&binop.left), self.ty(&binop.right));
+                if matches!(binop.op, ast::Operator::BitOr)
+                    && (left == Ty::CaptureFlag || right == Ty::CaptureFlag)
+                {
+                    return Ty::CaptureFlag;
+                }
                 combine(left, right)
             }
+            Expr::BoolOp(bool_op) => self.bool_op_ty(bool_op),
             Expr::UnaryOp(unary) => match unary.op {
                 ast::UnaryOp::Not => Ty::Host,
-                _ => self.ty(&unary.operand),
+                // `-x_cpu` and `~mask_cpu` are new host tensors.
+                _ => match self.ty(&unary.operand) {
+                    ty if ty.is_host_tensor() => host_memory::new_host_tensor(ty),
+                    ty => ty,
+                },
             },
             Expr::Compare(compare) => {
                 if compare.ops.iter().any(|op| {
@@ -272,23 +307,26 @@ impl<'a> SemanticModel<'a> {
                         combine(ty, self.ty(operand))
                     })
             }
+            // `x.shape[0]`: an integer.
+            Expr::Subscript(subscript) if matches!(&*subscript.value, Expr::Attribute(a) if a.attr.id.as_str() == "shape") => {
+                Ty::Host
+            }
             Expr::Subscript(subscript) => match self.ty(&subscript.value) {
                 Ty::Tensor | Ty::TensorSeq => Ty::Tensor,
-                Ty::CpuTensor => Ty::CpuTensor,
+                ty if ty.is_host_tensor() => {
+                    host_memory::subscript_memory(ty, &subscript.slice, |index| self.ty(index))
+                }
                 Ty::Array => Ty::Array,
                 // `self.layers[i]` of an `nn.ModuleList`.
                 Ty::Module => Ty::Module,
                 _ => Ty::Unknown,
             },
             Expr::Named(named) => self.ty(&named.value),
-            Expr::If(if_expr) => {
-                let (body, orelse) = (self.ty(&if_expr.body), self.ty(&if_expr.orelse));
-                if body == orelse {
-                    body
-                } else {
-                    Ty::Unknown
-                }
-            }
+            Expr::If(if_expr) => match (&*if_expr.body, &*if_expr.orelse) {
+                // `x if cond else None` is used as `x`: the `None` case fails on use.
+                (value, Expr::NoneLiteral(_)) | (Expr::NoneLiteral(_), value) => self.ty(value),
+                (body, orelse) => self.ty(body).join(self.ty(orelse)),
+            },
             Expr::Tuple(tuple) if !tuple.elts.is_empty() => {
                 if tuple.elts.iter().all(|elt| self.ty(elt) == Ty::Tensor) {
                     Ty::TensorSeq
@@ -304,14 +342,21 @@ impl<'a> SemanticModel<'a> {
             | Expr::EllipsisLiteral(_)
             | Expr::FString(_)
             | Expr::Tuple(_)
-            | Expr::List(_)
-            | Expr::ListComp(_)
             | Expr::Dict(_)
             | Expr::DictComp(_)
             | Expr::Set(_)
             | Expr::SetComp(_)
             | Expr::Lambda(_)
             | Expr::Generator(_) => Ty::Host,
+            // An empty list may be filled with anything.
+            Expr::List(list) => {
+                if !list.elts.is_empty() && list.elts.iter().all(|elt| self.ty(elt) == Ty::Host) {
+                    Ty::HostList
+                } else {
+                    Ty::Host
+                }
+            }
+            Expr::ListComp(comprehension) => self.list_comprehension_ty(comprehension),
             _ => Ty::Unknown,
         }
     }
@@ -322,7 +367,7 @@ impl<'a> SemanticModel<'a> {
             if let Some((class, self_name)) = self.self_class() {
                 if receiver.id.as_str() == self_name {
                     return match self.class_attribute(class, attr, 4).unwrap_or_default() {
-                        Ty::Unknown if host_named(attr) => Ty::CpuTensor,
+                        Ty::Unknown | Ty::Tensor if host_named(attr) => Ty::CpuTensor,
                         ty => ty,
                     };
                 }
@@ -330,8 +375,8 @@ impl<'a> SemanticModel<'a> {
         }
         match self.ty(&attribute.value) {
             Ty::Tensor => tensor_api::tensor_attribute(attr).map_or(Ty::Unknown, Ty::from),
-            Ty::CpuTensor => match tensor_api::tensor_attribute(attr) {
-                Some(Returns::Tensor) => Ty::CpuTensor,
+            ty if ty.is_host_tensor() => match tensor_api::tensor_attribute(attr) {
+                Some(Returns::Tensor) => host_memory::method_memory(ty, "view"),
                 other => other.map_or(Ty::Unknown, Ty::from),
             },
             Ty::Array => Ty::Array,
@@ -348,6 +393,9 @@ impl<'a> SemanticModel<'a> {
     }
 
     fn call_ty(&self, call: &ast::ExprCall) -> Ty {
+        if self.is_predicate_call(call) {
+            return Ty::CaptureFlag;
+        }
         let has_dim = call.arguments.args.len() > 1
             || call.arguments.keywords.iter().any(|keyword| {
                 keyword
@@ -366,27 +414,10 @@ impl<'a> SemanticModel<'a> {
             }
             let ty = tensor_api::torch_function_result(&qualified, has_dim)
                 .map_or(Ty::Unknown, Ty::from);
-            if ty == Ty::Tensor
-                && tensor_api::is_host_factory(&qualified)
-                && keyword(call, "device").is_none_or(is_cpu_device)
-            {
-                return Ty::CpuTensor;
-            }
-            // Functions of a host tensor stay on the host (`torch.sin(cpu_t)`). Not classes:
-            // `nn.Parameter(torch.ones(1))` moves with its module.
-            let function = qualified
-                .strip_prefix("torch.")
-                .is_some_and(|name| !name.contains('.') && name.starts_with(char::is_lowercase));
-            if ty == Ty::Tensor
-                && function
-                && keyword(call, "device").is_none_or(is_cpu_device)
-                && call
-                    .arguments
-                    .args
-                    .first()
-                    .is_some_and(|arg| self.ty(arg) == Ty::CpuTensor)
-            {
-                return Ty::CpuTensor;
+            if ty == Ty::Tensor && on_host_device(call) {
+                if let Some(host) = self.host_function_ty(&qualified, call) {
+                    return host;
+                }
             }
             return ty;
         }
@@ -394,10 +425,21 @@ impl<'a> SemanticModel<'a> {
             Expr::Name(name) => match name.id.as_str() {
                 "int" | "float" | "bool" | "str" | "len" | "repr" | "list" | "tuple" | "dict"
                 | "set" | "range" | "sum" | "abs" | "round" | "isinstance" | "hasattr"
-                | "getattr" | "id" | "hash" | "sorted" | "enumerate" | "zip" => {
+                | "getattr" | "id" | "hash" | "sorted" | "enumerate" | "zip" | "slice" => {
                     // `sum`/`abs`/`getattr` of a tensor return tensors; be careful.
                     match name.id.as_str() {
                         "sum" | "abs" | "getattr" => Ty::Unknown,
+                        // `range` objects index like lists.
+                        "list" | "sorted" | "range" => Ty::HostList,
+                        "bool"
+                            if call
+                                .arguments
+                                .args
+                                .first()
+                                .is_some_and(|arg| self.ty(arg) == Ty::CaptureFlag) =>
+                        {
+                            Ty::CaptureFlag
+                        }
                         _ => Ty::Host,
                     }
                 }
@@ -424,31 +466,17 @@ impl<'a> SemanticModel<'a> {
                     }
                 }
                 let receiver = self.ty(&attribute.value);
-                match method {
-                    "numpy" if call.arguments.is_empty() => return Ty::Array,
-                    "cpu" | "pin_memory"
-                        if matches!(receiver, Ty::Tensor | Ty::CpuTensor | Ty::Unknown) =>
-                    {
-                        return Ty::CpuTensor
-                    }
-                    "to" if matches!(receiver, Ty::Tensor | Ty::CpuTensor) || is_cpu_move(call) => {
-                        return if is_cpu_move(call) {
-                            Ty::CpuTensor
-                        } else {
-                            Ty::Tensor
-                        };
-                    }
-                    "cuda" if receiver != Ty::Module => return Ty::Tensor,
-                    _ => {}
+                if let Some(ty) = self.transfer_ty(call, method, receiver, &attribute.value) {
+                    return ty;
                 }
                 match receiver {
                     Ty::Array => Ty::Array,
-                    Ty::CpuTensor => match tensor_api::tensor_method_result(
+                    ty if ty.is_host_tensor() => match tensor_api::tensor_method_result(
                         method,
                         has_dim_for_method(call),
                         call.arguments.args.len(),
                     ) {
-                        Some(Returns::Tensor) => Ty::CpuTensor,
+                        Some(Returns::Tensor) => host_memory::method_memory(ty, method),
                         other => other.map_or(Ty::Unknown, Ty::from),
                     },
                     Ty::Tensor => tensor_api::tensor_method_result(
@@ -462,6 +490,7 @@ impl<'a> SemanticModel<'a> {
                     // the rest of the tensor API belong to tensors.
                     Ty::Unknown
                         if !self.imports_numpy
+                            && !tensor_api::is_shared_method(method)
                             && tensor_api::tensor_method_result(method, false, 0)
                                 == Some(Returns::Tensor)
                             && self.qualified_name(&attribute.value).is_none() =>
@@ -479,16 +508,51 @@ impl<'a> SemanticModel<'a> {
     }
 }
 
+impl SemanticModel<'_> {
+    /// `[f(x) for x in xs]`: a list of tensors when `f(x)` is one, a list of host values when it
+    /// is one or when it is the loop variable over host values (`[i for i in range(n)]`).
+    fn list_comprehension_ty(&self, comprehension: &ast::ExprListComp) -> Ty {
+        let element = match (&*comprehension.elt, comprehension.generators.first()) {
+            (Expr::Name(name), Some(generator)) if matches!(&generator.target, Expr::Name(target) if target.id == name.id) => {
+                self.ty(&generator.iter).element()
+            }
+            (elt, _) => self.ty(elt),
+        };
+        match element {
+            Ty::Tensor => Ty::TensorSeq,
+            Ty::Host => Ty::HostList,
+            _ => Ty::Host,
+        }
+    }
+}
+
+/// Whether a call's device is the host: `device="cpu"` or none at all (a `**kwargs` splat may
+/// hold one).
+fn on_host_device(call: &ast::ExprCall) -> bool {
+    match keyword(call, "device") {
+        Some(device) => is_cpu_device(device),
+        None => !call
+            .arguments
+            .keywords
+            .iter()
+            .any(|keyword| keyword.arg.is_none()),
+    }
+}
+
 /// The type of a binary operation's result.
 ///
-/// A host tensor combined with anything but a device tensor stays on the host: PyTorch refuses to
-/// mix a multi-element host tensor with a device one.
+/// A host tensor combined with anything but a device tensor stays on the host (PyTorch refuses to
+/// mix a multi-element host tensor with a device one), in a new, pageable tensor.
 fn combine(left: Ty, right: Ty) -> Ty {
     match (left, right) {
         (Ty::Tensor, _) | (_, Ty::Tensor) => Ty::Tensor,
+        (Ty::PinnedTensor | Ty::PageableTensor, _) | (_, Ty::PinnedTensor | Ty::PageableTensor) => {
+            Ty::PageableTensor
+        }
         (Ty::CpuTensor, _) | (_, Ty::CpuTensor) => Ty::CpuTensor,
         (Ty::Array, _) | (_, Ty::Array) => Ty::Array,
-        (Ty::Host, Ty::Host) => Ty::Host,
+        (Ty::HostList, Ty::HostList) => Ty::HostList,
+        (Ty::Host | Ty::HostList, Ty::Host | Ty::HostList) => Ty::Host,
         _ => Ty::Unknown,
     }
 }

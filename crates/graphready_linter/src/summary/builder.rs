@@ -263,6 +263,7 @@ impl<'a> SummaryBuilder<'a> {
             return_annotation,
             return_paths: Vec::new(),
             judged_params: Vec::new(),
+            returns_uninitialized: false,
             decorators,
         });
         self.return_types.push(None);
@@ -321,7 +322,14 @@ impl<'a> SummaryBuilder<'a> {
         self.loop_depths.pop();
         let returns = self.return_types.pop().flatten().unwrap_or(Ty::Host);
         if let Some(mut summary) = self.building.pop() {
-            summary.returns = returns;
+            // A helper whose every return is a capture or compile predicate guards like one.
+            summary.returns = if model.is_learned_predicate(&summary.qualname) {
+                Ty::CaptureFlag
+            } else {
+                returns
+            };
+            summary.returns_uninitialized =
+                model.is_learned_uninitialized_buffer(&summary.qualname);
             model.learn_return(&summary.qualname, returns);
             self.summary.functions.push(summary);
         }
@@ -347,8 +355,7 @@ impl<'a> SummaryBuilder<'a> {
         if let Some(slot) = self.return_types.last_mut() {
             *slot = Some(match *slot {
                 None => ty,
-                Some(previous) if previous == ty => ty,
-                Some(_) => Ty::Unknown,
+                Some(previous) => previous.join(ty),
             });
         }
     }

@@ -113,6 +113,8 @@ pub struct FunctionSummary {
     /// `int()`/`float()`/`bool()`, formatting, indices): a device tensor passed to one of them
     /// changes the function's findings.
     pub judged_params: Vec<String>,
+    /// Every return is a buffer from `torch.empty` and friends that nothing wrote.
+    pub returns_uninitialized: bool,
     /// The decorators' callables (`@dynamic_rope_update`, `@cache(...)`'s `cache`).
     pub decorators: Vec<Ref>,
 }

@@ -8,6 +8,9 @@ pub mod rules;
 pub struct State<'a> {
     /// GR404: buffers allocated without initialisation, and what happened to them.
     pub buffers: Vec<buffers::Buffer<'a>>,
+    /// GR404: whether every `return` so far hands out a fresh, unwritten allocation (`None`
+    /// before the first): such a function is an allocation helper for its callers.
+    pub returns_fresh: Option<bool>,
 }
 
 /// `torch.<factory>` functions that allocate a fresh tensor from a size.

@@ -16,4 +16,6 @@ pub struct State<'a> {
     pub self_reads: FxHashSet<&'a str>,
     /// GR304: logging calls, and tests of blocks that only log: reads there are not data.
     pub logging: Vec<TextRange>,
+    /// GR303: ranks of the tensors this function allocated, by name.
+    pub ranks: rustc_hash::FxHashMap<&'a str, usize>,
 }

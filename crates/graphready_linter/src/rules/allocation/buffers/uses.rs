@@ -30,13 +30,37 @@ const METADATA: &[&str] = &[
     "get_device",
 ];
 
-/// An argument that names a row bound: `masked_m`, `self.masked_m`, `masked_m=...`.
-pub(super) fn names_row_bound(expr: &Expr) -> bool {
-    match expr {
-        Expr::Name(name) => name.id.as_str().contains("masked_m"),
-        Expr::Attribute(attribute) => attribute.attr.id.as_str().contains("masked_m"),
-        _ => false,
+/// Per-expert row counts a masked kernel writes up to (the rows past them stay unwritten). The
+/// first two bound the rows of the data a masked kernel writes; the others bound the scales a
+/// quantisation kernel writes (a fused MoE kernel given `num_tokens_post_padded` still writes
+/// every routed row of its output).
+const ROW_COUNTS: &[&str] = &[
+    "masked_m",
+    "expert_num_tokens",
+    "tokens_per_expert",
+    "num_tokens_per_expert",
+    "num_tokens_post_padded",
+    "num_recv_tokens_per_expert",
+];
+
+/// The row counts that bound a write into a scale buffer, or into a data buffer.
+pub(super) fn row_counts(scale: bool) -> &'static [&'static str] {
+    if scale {
+        ROW_COUNTS
+    } else {
+        &ROW_COUNTS[..2]
     }
+}
+
+/// An argument that names a per-expert row count: `masked_m`, `self.masked_m`,
+/// `expert_num_tokens`, `num_tokens_post_padded`.
+pub(super) fn names_row_bound(expr: &Expr, counts: &[&str]) -> bool {
+    let name = match expr {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+        _ => return false,
+    };
+    counts.iter().any(|count| name.contains(count))
 }
 
 /// Arguments that bound what a consumer reads: a row count (`masked_m`, `num_tokens`) or the
@@ -44,6 +68,7 @@ pub(super) fn names_row_bound(expr: &Expr) -> bool {
 pub(super) fn names_read_bound(expr: &Expr) -> bool {
     const BOUNDS: &[&str] = &[
         "masked_m",
+        "tokens_per_expert",
         "num_tokens",
         "problem_sizes",
         "expert_offsets",
@@ -76,7 +101,13 @@ fn is_bounded_consumer(call: &ast::ExprCall, buffer: &str) -> bool {
         })
 }
 
-const BOUNDS_KEYWORDS: &[&str] = &["masked_m", "num_tokens", "problem_sizes", "expected_m"];
+const BOUNDS_KEYWORDS: &[&str] = &[
+    "masked_m",
+    "num_tokens",
+    "tokens_per_expert",
+    "problem_sizes",
+    "expected_m",
+];
 
 /// Calls that take a tensor without reading its values.
 fn reads_nothing(call: &ast::ExprCall) -> bool {
@@ -105,36 +136,35 @@ fn reads_nothing(call: &ast::ExprCall) -> bool {
         )
 }
 
-/// A user kernel that writes or reads only the rows below a bound: a masked kernel given a
-/// `masked_m` row count (the buffer itself may be that count, so it does not count).
-fn is_bounded_kernel(checker: &Checker, call: &ast::ExprCall, buffer: &str) -> bool {
+/// A user kernel that writes or reads only the rows below a per-expert count: given a
+/// `masked_m`, `expert_num_tokens` or similar argument (the buffer itself may be that count, so
+/// it does not count). A fresh buffer handed to one is written, not read.
+fn is_bounded_kernel(checker: &Checker, call: &ast::ExprCall, buffer: &str, scale: bool) -> bool {
     if crate::rules::callee(checker, call).is_some_and(|qualified| qualified.starts_with("torch."))
     {
         return false;
     }
-    let callee_masked = match &*call.func {
-        Expr::Name(name) => name.id.as_str().contains("masked"),
-        Expr::Attribute(attribute) => attribute.attr.id.as_str().contains("masked"),
-        _ => false,
-    };
-    let bound = |expr: &Expr| {
-        names_row_bound(expr) && !matches!(expr, Expr::Name(name) if name.id.as_str() == buffer)
-    };
-    callee_masked
-        && (call.arguments.args.iter().any(bound)
-            || call.arguments.keywords.iter().any(|keyword| {
-                keyword
-                    .arg
-                    .as_ref()
-                    .is_some_and(|arg| arg.id.as_str().contains("masked_m"))
-                    || bound(&keyword.value)
-            }))
+    let counts = row_counts(scale);
+    let is_buffer = |expr: &Expr| matches!(expr, Expr::Name(name) if name.id.as_str() == buffer);
+    let bound = |expr: &Expr| names_row_bound(expr, counts) && !is_buffer(expr);
+    let named_bound = |arg: &str| counts.iter().any(|count| arg.contains(count));
+    call.arguments.args.iter().any(bound)
+        || call.arguments.keywords.iter().any(|keyword| {
+            bound(&keyword.value)
+                || (!is_buffer(&keyword.value)
+                    && keyword
+                        .arg
+                        .as_ref()
+                        .is_some_and(|arg| named_bound(arg.id.as_str())))
+        })
 }
 
 /// Collects, in evaluation order, what an expression does with the tracked buffers.
 pub(super) struct Uses<'c, 'a, 'n> {
     pub(super) checker: &'c Checker<'a>,
     pub(super) names: &'n [&'a str],
+    /// The tracked names that are scale-factor buffers.
+    pub(super) scales: &'n [&'a str],
     pub(super) events: Vec<(&'a str, Event)>,
 }
 
@@ -163,7 +193,16 @@ impl<'a> Uses<'_, 'a, '_> {
                 Some(name) => {
                     let event = match call {
                         Some(call) if reads_nothing(call) => continue,
-                        Some(call) if is_bounded_kernel(self.checker, call, name) => Event::Bounded,
+                        Some(call)
+                            if is_bounded_kernel(
+                                self.checker,
+                                call,
+                                name,
+                                self.scales.contains(&name),
+                            ) =>
+                        {
+                            Event::Bounded
+                        }
                         Some(call) if is_bounded_consumer(call, name) => Event::BoundedRead,
                         _ => Event::Unbounded,
                     };
@@ -275,9 +314,26 @@ pub(super) fn write_event(index: &Expr) -> Event {
         Event::FullWrite
     } else if is_head(index) {
         Event::PartialWrite
+    } else if is_row_head(index) {
+        Event::RowPartialWrite
     } else {
         Event::UnknownWrite
     }
+}
+
+/// `[e, :n]`, `[e, :n, :]`: the leading rows of one expert (or row) selected by an index.
+fn is_row_head(index: &Expr) -> bool {
+    let Expr::Tuple(tuple) = index else {
+        return false;
+    };
+    let Some((first, rest)) = tuple.elts.split_first() else {
+        return false;
+    };
+    !matches!(
+        first,
+        Expr::Slice(_) | Expr::EllipsisLiteral(_) | Expr::NoneLiteral(_)
+    ) && rest.iter().all(|elt| is_whole(elt) || is_head(elt))
+        && rest.iter().any(is_head)
 }
 
 /// `[:n]`, `[0:n]`, or a tuple of those and whole slices (`[:, :n]`).

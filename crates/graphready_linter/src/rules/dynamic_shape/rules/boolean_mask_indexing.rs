@@ -1,8 +1,10 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::rules::{argument, host_named, method_call};
+use crate::rules::{argument, device_tensor, host_named, method_call};
 use crate::semantic::Ty;
 use crate::violation::{Calls, Check, Violation};
+use ruff_python_ast::comparable::ComparableExpr;
+use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr, ExprContext, Stmt};
 use ruff_text_size::Ranged;
 
@@ -87,24 +89,73 @@ impl Check for BooleanMaskIndexing {
 }
 
 /// Whether a subscript's index holds a device boolean mask (alone or in a tuple of indices).
-fn has_device_mask(checker: &Checker, index: &Expr) -> bool {
+fn has_device_mask(checker: &Checker, value: &Expr, index: &Expr) -> bool {
+    let is_mask = |elt: &Expr| checker.model.is_bool_tensor(elt) || named_mask(checker, value, elt);
     match index {
-        Expr::Tuple(tuple) => tuple
-            .elts
-            .iter()
-            .any(|elt| checker.model.is_bool_tensor(elt)),
-        other => checker.model.is_bool_tensor(other),
+        Expr::Tuple(tuple) => tuple.elts.iter().any(is_mask),
+        other => is_mask(other),
+    }
+}
+
+/// A tensor named as a mask (`batch_mask`, `self.valid_mask`) used as an index: integer index
+/// tensors are named for indices, and a float mask cannot index. A mask of unknown type counts
+/// when the indexed value is known to be a device tensor.
+fn named_mask(checker: &Checker, value: &Expr, index: &Expr) -> bool {
+    let name = match index {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+        _ => return false,
+    };
+    if !mask_named(name) || host_named(index) {
+        return false;
+    }
+    match checker.ty(index) {
+        Ty::Tensor => true,
+        Ty::Unknown => device_tensor(checker, value),
+        _ => false,
     }
 }
 
 /// Whether the indexed value can be a device tensor (a mask of the device indexes nothing else).
 fn indexable(checker: &Checker, value: &Expr) -> bool {
-    !matches!(checker.ty(value), Ty::CpuTensor | Ty::Array | Ty::Host) && !host_named(value)
+    !checker.ty(value).is_host() && !host_named(value)
+}
+
+/// A name whose words say "mask" (`mask`, `keep_mask`, `image_masks`, `mask0`) and none of which
+/// say index or slice (`mask_indices` is an index tensor, `mask_slice` a slice).
+fn mask_named(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let words = || lower.split('_').filter(|word| !word.is_empty());
+    words().any(|word| {
+        word.strip_prefix("mask").is_some_and(|rest| {
+            rest.is_empty() || rest == "s" || rest.bytes().all(|b| b.is_ascii_digit())
+        })
+    }) && !words().any(|word| {
+        matches!(
+            word,
+            "idx"
+                | "indices"
+                | "index"
+                | "ids"
+                | "id"
+                | "slice"
+                | "slices"
+                | "len"
+                | "lens"
+                | "size"
+                | "sizes"
+                | "shape"
+                | "offset"
+                | "offsets"
+        )
+    })
 }
 
 /// `x[mask]`
 fn mask_load(checker: &mut Checker, subscript: &ast::ExprSubscript) {
-    if has_device_mask(checker, &subscript.slice) && indexable(checker, &subscript.value) {
+    if has_device_mask(checker, &subscript.value, &subscript.slice)
+        && indexable(checker, &subscript.value)
+    {
         checker.report(BooleanMaskIndexing { form: "indexing" }, subscript.range());
     }
 }
@@ -115,11 +166,16 @@ fn mask_store(checker: &mut Checker, target: &Expr, value: Option<&Expr>) {
     let Expr::Subscript(subscript) = target else {
         return;
     };
-    if !has_device_mask(checker, &subscript.slice) || !indexable(checker, &subscript.value) {
+    if !has_device_mask(checker, &subscript.value, &subscript.slice)
+        || !indexable(checker, &subscript.value)
+    {
         return;
     }
-    // A scalar written through a mask is `masked_fill_`: fixed shape, no synchronisation.
-    if value.is_some_and(|value| checker.ty(value) != Ty::Tensor) {
+    // A scalar written through a mask is `masked_fill_`: fixed shape, no synchronisation. A
+    // value computed from a read through the same mask (`out[m] = out[m] + r`) is a tensor.
+    if value.is_some_and(|value| {
+        checker.ty(value) != Ty::Tensor && !reads_through(value, &subscript.slice)
+    }) {
         return;
     }
     checker.report(
@@ -128,6 +184,31 @@ fn mask_store(checker: &mut Checker, target: &Expr, value: Option<&Expr>) {
         },
         subscript.range(),
     );
+}
+
+/// Whether an expression reads some tensor through the same index (`out[m] + r` for `[m]`).
+fn reads_through(value: &Expr, index: &Expr) -> bool {
+    struct Finder<'i> {
+        index: ComparableExpr<'i>,
+        found: bool,
+    }
+    impl<'e> Visitor<'e> for Finder<'_> {
+        fn visit_expr(&mut self, expr: &'e Expr) {
+            if let Expr::Subscript(subscript) = expr {
+                if ComparableExpr::from(&*subscript.slice) == self.index {
+                    self.found = true;
+                    return;
+                }
+            }
+            visitor::walk_expr(self, expr);
+        }
+    }
+    let mut finder = Finder {
+        index: ComparableExpr::from(index),
+        found: false,
+    };
+    finder.visit_expr(value);
+    finder.found
 }
 
 /// `x.index_put_((mask,), values)` and `torch.index_put(x, (mask,), values)`.

@@ -1,9 +1,10 @@
 use crate::checker::Checker;
 use crate::declare_violation;
 use crate::rules::op_tags::{lookup, DYNAMIC_OUTPUT_SHAPE};
-use crate::rules::{argument, device_tensor, method_call};
+use crate::rules::{argument, device_tensor, maybe_device_tensor, method_call};
+use crate::semantic::Ty;
 use crate::violation::{Calls, Check, Violation};
-use ruff_python_ast::{self as ast};
+use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
 
 declare_violation! {
@@ -94,6 +95,36 @@ fn fix_for(op: &str) -> &'static str {
     }
 }
 
+/// A receiver of unknown type that is a tensor all the same: NumPy arrays have no `.unique()`,
+/// `.bincount()` or `.argwhere()` method, and their `.nonzero()` takes no `as_tuple=`; in a module
+/// that never imports NumPy, `.nonzero()` is a tensor's too.
+fn unknown_tensor(checker: &Checker, call: &ast::ExprCall, method: &str, receiver: &Expr) -> bool {
+    if !maybe_device_tensor(checker, receiver)
+        || checker.ty(receiver) != Ty::Unknown
+        || keyed_by_string(receiver)
+    {
+        return false;
+    }
+    method != "nonzero"
+        || crate::semantic::keyword(call, "as_tuple").is_some()
+        || !checker.model.imports_numpy()
+}
+
+/// `df["name"]`: a column of a data frame (tensors are not indexed by strings).
+fn keyed_by_string(receiver: &Expr) -> bool {
+    match receiver {
+        Expr::Subscript(subscript) => {
+            matches!(&*subscript.slice, Expr::StringLiteral(_)) || keyed_by_string(&subscript.value)
+        }
+        Expr::Call(call) => match &*call.func {
+            Expr::Attribute(attribute) => keyed_by_string(&attribute.value),
+            _ => false,
+        },
+        Expr::Attribute(attribute) => keyed_by_string(&attribute.value),
+        _ => false,
+    }
+}
+
 /// GR201
 fn dynamic_output_shape_op(checker: &mut Checker, call: &ast::ExprCall) {
     if let Some(qualified) = crate::rules::callee(checker, call) {
@@ -133,7 +164,7 @@ fn dynamic_output_shape_op(checker: &mut Checker, call: &ast::ExprCall) {
     if !lookup(DYNAMIC_OUTPUT_SHAPE, method, true) || JUDGED_ELSEWHERE.contains(&method) {
         return;
     }
-    if !device_tensor(checker, receiver) {
+    if !device_tensor(checker, receiver) && !unknown_tensor(checker, call, method, receiver) {
         return;
     }
     checker.report(

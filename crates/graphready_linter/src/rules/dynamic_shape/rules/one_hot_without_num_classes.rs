@@ -15,12 +15,14 @@ declare_violation! {
     ///
     /// ## Example
     /// ```python
-    /// routing = F.one_hot(topk_ids)
+    /// def route(topk_ids: torch.Tensor):
+    ///     return F.one_hot(topk_ids)
     /// ```
     ///
     /// Use instead:
     /// ```python
-    /// routing = F.one_hot(topk_ids, num_classes=num_experts)
+    /// def route(topk_ids: torch.Tensor, num_experts: int):
+    ///     return F.one_hot(topk_ids, num_classes=num_experts)
     /// ```
     pub struct OneHotWithoutNumClasses {}
 }

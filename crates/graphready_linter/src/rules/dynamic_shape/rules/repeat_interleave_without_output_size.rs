@@ -18,12 +18,14 @@ declare_violation! {
     ///
     /// ## Example
     /// ```python
-    /// expanded = torch.repeat_interleave(hidden, tokens_per_seq, dim=0)
+    /// def expand(hidden: torch.Tensor, tokens_per_seq: torch.Tensor):
+    ///     return torch.repeat_interleave(hidden, tokens_per_seq, dim=0)
     /// ```
     ///
     /// Use instead:
     /// ```python
-    /// expanded = torch.repeat_interleave(hidden, tokens_per_seq, dim=0, output_size=max_tokens)
+    /// def expand(hidden: torch.Tensor, tokens_per_seq: torch.Tensor, max_tokens: int):
+    ///     return torch.repeat_interleave(hidden, tokens_per_seq, dim=0, output_size=max_tokens)
     /// ```
     pub struct RepeatInterleaveWithoutOutputSize {}
 }

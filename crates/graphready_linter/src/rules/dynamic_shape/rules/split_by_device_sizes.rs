@@ -17,14 +17,16 @@ declare_violation! {
     ///
     /// ## Example
     /// ```python
-    /// chunks = torch.split(sorted_tokens, tokens_per_expert.tolist())
+    /// def dispatch(sorted_tokens: torch.Tensor, tokens_per_expert: torch.Tensor):
+    ///     return torch.split(sorted_tokens, tokens_per_expert.tolist())
     /// ```
     ///
     /// Use instead:
     /// ```python
-    /// # fixed-size slots per expert, padded, with the counts kept on the device as a mask or
-    /// # as offsets for a grouped kernel
-    /// slots = sorted_tokens.view(num_experts, capacity, hidden)
+    /// def dispatch(sorted_tokens: torch.Tensor, num_experts: int, capacity: int, hidden: int):
+    ///     # fixed-size slots per expert, padded, with the counts kept on the device as a mask
+    ///     # or as offsets for a grouped kernel
+    ///     return sorted_tokens.view(num_experts, capacity, hidden)
     /// ```
     pub struct SplitByDeviceSizes {}
 }

@@ -1,6 +1,6 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::rules::{argument, is_device_target, method_call, moves_to_device, non_blocking};
+use crate::rules::{argument, is_device_keyword, method_call, moves_to_device, non_blocking};
 use crate::semantic::tensor_api::is_host_factory;
 use crate::semantic::{keyword, Ty};
 use crate::violation::{Calls, Check, Violation};
@@ -9,34 +9,39 @@ use ruff_text_size::Ranged;
 
 declare_violation! {
     /// ## What it does
-    /// Checks, in code that runs captured, for device tensors made from host data:
-    /// `torch.tensor(values, device=...)`, `torch.as_tensor(array, device=...)`,
+    /// Checks for device tensors made from host data: `torch.tensor(values, device=...)` (of a
+    /// list or a single Python number), `torch.as_tensor(array, device=...)`,
     /// `torch.from_numpy(a).cuda()`, and `.cuda()` / `.to(device)` of a tensor known to live in
     /// host memory.
     ///
     /// ## Why is this bad?
-    /// Each of these is a host→device copy from pageable memory, which a CUDA graph cannot
-    /// record: capture fails. Where it is recorded (pinned memory), the graph bakes in the host
-    /// address and the values seen at capture time, so replay silently reuses stale inputs.
-    /// Serving engines keep per-step inputs (next tokens, positions) in preallocated pinned
-    /// buffers and copy them into static device buffers with `copy_(..., non_blocking=True)`.
+    /// Each of these is a blocking host→device copy. Inside a CUDA graph capture it fails:
+    /// "Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor
+    /// is pinned". Outside capture, in code that runs every step (input preparation, sampling),
+    /// the blocking copy waits for the stream to drain: a stall per call. Serving engines keep
+    /// per-step inputs (next tokens, positions) in preallocated pinned buffers and copy them into
+    /// static device buffers with `copy_(..., non_blocking=True)`.
     ///
     /// ## Example
     /// ```python
-    /// positions = torch.tensor(position_list, device="cuda")
+    /// def prepare(position_list):
+    ///     return torch.tensor(position_list, device="cuda")
     /// ```
     ///
     /// Use instead:
     /// ```python
-    /// # before replay, outside the graph: fill the pinned buffer on the host
-    /// self.positions_pinned[:n].copy_(torch.as_tensor(position_list))
-    /// # inside the step: an async copy from pinned memory into a static device buffer
-    /// self.positions.copy_(self.positions_pinned, non_blocking=True)
+    /// def prepare(position_list, positions_pinned, positions):
+    ///     # host side: fill the pinned staging buffer, then one asynchronous upload
+    ///     n = len(position_list)
+    ///     positions_pinned[:n].copy_(torch.as_tensor(position_list))
+    ///     positions[:n].copy_(positions_pinned[:n], non_blocking=True)
+    ///     return positions[:n]
     /// ```
     ///
     /// ## Known problems
-    /// `.to(device, non_blocking=True)` is taken to copy from pinned memory and is not reported,
-    /// and neither is a value stored on `self` (a cache built on first use).
+    /// `.to(device, non_blocking=True)` is not reported here: from pinned memory it is
+    /// asynchronous, and from memory known to be pageable GR110 reports it. A value stored on
+    /// `self` (a cache built on first use) is not reported either.
     pub struct HostDataToDevice {
         call: String,
     }
@@ -45,12 +50,11 @@ declare_violation! {
 impl Violation for HostDataToDevice {
     const CODE: &'static str = "GR301";
     const NAME: &'static str = "host-data-to-device";
-    const CAPTURED_ONLY: bool = true;
     const CALLS: Calls = Calls::named(&["tensor", "as_tensor", "asarray", "cuda", "to"]);
 
     fn message(&self) -> String {
         format!(
-            "`{}` copies host data to the device inside the step",
+            "`{}` copies host data to the device and waits for the copy",
             self.call
         )
     }
@@ -84,6 +88,14 @@ fn is_allocating_factory(checker: &Checker, expr: &Expr) -> bool {
     })
 }
 
+/// `obj.cpu().cuda()` of an object of unknown type: modules move with `.cpu()` and `.cuda()` too.
+fn is_round_trip_of_unknown(checker: &Checker, receiver: &Expr) -> bool {
+    let Expr::Call(call) = receiver else {
+        return false;
+    };
+    matches!(method_call(call), Some(("cpu" | "to", inner)) if checker.ty(inner) == Ty::Unknown)
+}
+
 /// GR301
 fn host_data_to_device(checker: &mut Checker, call: &ast::ExprCall) {
     // `self.freqs = torch.tensor(...).to(device)`: a cache built once, not per step.
@@ -100,7 +112,7 @@ fn host_data_to_device(checker: &mut Checker, call: &ast::ExprCall) {
         let Some(device) = keyword(call, "device") else {
             return;
         };
-        if !is_device_target(checker, device) {
+        if !is_device_keyword(checker, device) {
             return;
         }
         let Some(data) = argument(call, 0, "data").or_else(|| argument(call, 0, "obj")) else {
@@ -127,7 +139,10 @@ fn host_data_to_device(checker: &mut Checker, call: &ast::ExprCall) {
     let Some((method, receiver)) = method_call(call) else {
         return;
     };
-    if checker.ty(receiver) != Ty::CpuTensor || is_allocating_factory(checker, receiver) {
+    if !checker.ty(receiver).is_host_tensor()
+        || is_allocating_factory(checker, receiver)
+        || is_round_trip_of_unknown(checker, receiver)
+    {
         return;
     }
     let shown = if method == "cuda" {

@@ -1,6 +1,6 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::rules::{argument, builtin_call, maybe_device_tensor, method_call};
+use crate::rules::{argument, builtin_call, device_tensor, maybe_device_tensor, method_call};
 use crate::semantic::Ty;
 use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast, Expr, Stmt};
@@ -8,36 +8,50 @@ use ruff_text_size::{Ranged, TextRange};
 
 declare_violation! {
     /// ## What it does
-    /// Checks, in code that runs captured, for host scalars that change from call to call
-    /// written into device tensors: `buf[0] = token_id`, `offsets[g] = count * padded_rows` with
-    /// `count` read from the device, `buf.fill_(step)` and `torch.full(shape, step, ...)`.
+    /// Checks for host scalars written into device tensors.
     ///
-    /// A value changes from call to call when it was read from the device (`.item()`,
-    /// `.tolist()`, `int(t)`), or is a parameter named like a step, token, position or seed.
-    /// Values from shapes and other host-known integers stay the same within one captured bucket
-    /// and are not reported.
+    /// - One element written with a Python value (`buf[0] = 0`, `buf[i] = token_id`,
+    ///   `offsets[g] = count * padded_rows`), in any code.
+    /// - In code that runs captured, a fill whose host value changes from call to call
+    ///   (`buf.fill_(step)`, `torch.full(shape, step, device=...)`, or an element write of one):
+    ///   a value read from the device (`.item()`, `.tolist()`, `int(t)`), or a parameter named
+    ///   like a step, token, position or seed.
     ///
     /// ## Why is this bad?
-    /// The write becomes a fill kernel whose value is a kernel argument, frozen when the graph is
-    /// captured. Every replay writes the capture-time value again: no error, silently wrong
-    /// results. The graph-safe forms: write the per-step values into a pinned host buffer and
-    /// `copy_` it into the device buffer, or compute them with device arithmetic
-    /// (`expert_offsets = group_ids * padded_rows`).
+    /// Writing one element copies the value from a pageable host scalar: PyTorch makes a host
+    /// tensor of it and copies that into the element. Inside a CUDA graph capture the copy
+    /// fails ("Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU
+    /// tensor is pinned"); outside it the blocking copy waits for the stream, on every call,
+    /// even when the value is the same every time.
+    ///
+    /// A fill (`fill_`, `torch.full`, a scalar written through a slice) is a kernel whose value
+    /// is a kernel argument, frozen when the graph is captured: every replay writes the
+    /// capture-time value again. That is harmless for constants and per-bucket sizes, and
+    /// silently wrong for a value that changes per call. The graph-safe forms: write per-step
+    /// values into a pinned host buffer and `copy_` it into the device buffer, or compute them
+    /// with device arithmetic (`expert_offsets = group_ids * padded_rows`).
     ///
     /// ## Example
     /// ```python
-    /// def decode_step(self, token_id: int):
-    ///     self.token_buf[0] = token_id
+    /// def decode_step(buf: torch.Tensor, cu_seqlens: torch.Tensor, token_id: int):
+    ///     buf[0] = token_id
+    ///     cu_seqlens[0] = 0
     /// ```
     ///
     /// Use instead:
     /// ```python
-    /// # outside the graph, before replay: self.token_pinned[0] = token_id
-    /// def decode_step(self):
-    ///     self.token_buf.copy_(self.token_pinned, non_blocking=True)
+    /// def decode_step(buf: torch.Tensor, pinned: torch.Tensor, cu_seqlens: torch.Tensor):
+    ///     # pinned[0] = token_id was written on the host, before replay
+    ///     buf.copy_(pinned, non_blocking=True)
+    ///     cu_seqlens[:1].fill_(0)  # a fill kernel with a constant value
     /// ```
+    ///
+    /// ## Known problems
+    /// Whether an index selects one element depends on the tensor's rank, which graphready does
+    /// not know: an index made only of integers is taken to select one element.
     pub struct HostScalarWrittenToDevice {
         form: &'static str,
+        baked: bool,
     }
 }
 
@@ -48,18 +62,34 @@ impl Violation for HostScalarWrittenToDevice {
     const CALLS: Calls = Calls::named(&["fill_", "full"]);
 
     fn message(&self) -> String {
-        format!(
-            "{} bakes a per-call host value into the graph; replay reuses the captured value",
-            self.form
-        )
+        if self.baked {
+            format!(
+                "{} bakes a per-call host value into the graph; replay reuses the captured value",
+                self.form
+            )
+        } else {
+            format!(
+                "{} copies a host value to the device and waits for the copy",
+                self.form
+            )
+        }
     }
 
     fn fix_title(&self) -> Option<String> {
-        Some(
+        Some(if self.baked {
             "Copy the value from a pinned host buffer (`buf.copy_(pinned, non_blocking=True)`) \
              or compute it on the device"
-                .to_string(),
-        )
+                .to_string()
+        } else {
+            "Fill through a slice (`buf[:1].fill_(0)`), or copy per-step values from a pinned \
+             host buffer (`buf.copy_(pinned, non_blocking=True)`)"
+                .to_string()
+        })
+    }
+
+    /// An element write is a copy, which stalls outside capture too.
+    fn captured_only(&self) -> bool {
+        self.baked
     }
 }
 
@@ -70,13 +100,16 @@ impl Check for HostScalarWrittenToDevice {
 
     fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
         track_device_reads(checker, stmt);
+        track_ranks(checker, stmt);
         match stmt {
             Stmt::Assign(assign) => {
                 for target in &assign.targets {
-                    subscript_store(checker, target, &assign.value);
+                    subscript_store(checker, target, &assign.value, false);
                 }
             }
-            Stmt::AugAssign(assign) => subscript_store(checker, &assign.target, &assign.value),
+            Stmt::AugAssign(assign) => {
+                subscript_store(checker, &assign.target, &assign.value, true);
+            }
             _ => {}
         }
     }
@@ -184,20 +217,243 @@ fn track_device_reads<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
 }
 
 /// `device_tensor[i] = value` and `device_tensor[i] += value`.
-fn subscript_store(checker: &mut Checker, target: &Expr, value: &Expr) {
+fn subscript_store(checker: &mut Checker, target: &Expr, value: &Expr, augmented: bool) {
     let Expr::Subscript(subscript) = target else {
         return;
     };
-    if checker.ty(&subscript.value) != Ty::Tensor || checker.ty(value) == Ty::Tensor {
+    if !device_tensor(checker, &subscript.value) || checker.ty(value) == Ty::Tensor {
         return;
     }
-    if varies_per_call(checker, value) {
+    let range = TextRange::new(target.start(), value.end());
+    // `buf[i] += 1` reads the element and writes a device result: no host copy.
+    if !augmented
+        && selects_element(checker, &subscript.value, &subscript.slice)
+        && is_host_scalar(checker, value)
+    {
+        checker.report(
+            HostScalarWrittenToDevice {
+                form: "writing a host scalar into one element of a device tensor",
+                baked: false,
+            },
+            range,
+        );
+    } else if varies_per_call(checker, value) {
         checker.report(
             HostScalarWrittenToDevice {
                 form: "writing a host scalar into a device tensor",
+                baked: true,
             },
-            TextRange::new(target.start(), value.end()),
+            range,
         );
+    }
+}
+
+/// An index made only of integers (host ints, literals and arithmetic on them: no slice, no
+/// `None` or `...`, no index sequence or tensor), one per dimension where the tensor's rank is
+/// known: fewer select a row, which a scalar fills without a copy.
+fn selects_element(checker: &Checker, tensor: &Expr, index: &Expr) -> bool {
+    let count = match index {
+        Expr::Tuple(tuple) if !tuple.elts.is_empty() => {
+            if !tuple.elts.iter().all(|elt| is_int(checker, elt)) {
+                return false;
+            }
+            tuple.elts.len()
+        }
+        Expr::Tuple(_) => return false,
+        other => {
+            if !is_int(checker, other) {
+                return false;
+            }
+            1
+        }
+    };
+    rank_of_tensor(checker, tensor).is_none_or(|rank| rank <= count)
+}
+
+/// The rank of a tensor this function or its class allocated, when known.
+fn rank_of_tensor(checker: &Checker, tensor: &Expr) -> Option<usize> {
+    match tensor {
+        Expr::Name(name) => checker
+            .rule_state
+            .host_data
+            .ranks
+            .get(name.id.as_str())
+            .copied(),
+        Expr::Attribute(_) => checker
+            .module_facts
+            .attribute_ranks
+            .get(&self_attribute_key(checker, tensor)?)
+            .copied()
+            .flatten(),
+        _ => None,
+    }
+}
+
+/// `Class.attribute` for `self.attribute` in a method of `Class`.
+fn self_attribute_key(checker: &Checker, expr: &Expr) -> Option<String> {
+    let Expr::Attribute(attribute) = expr else {
+        return None;
+    };
+    let self_name = checker.model.self_name()?;
+    if !matches!(&*attribute.value, Expr::Name(n) if n.id.as_str() == self_name) {
+        return None;
+    }
+    let (class, _) = checker.function()?.rsplit_once('.')?;
+    Some(format!("{class}.{}", attribute.attr.id))
+}
+
+/// Remembers the ranks of allocations stored in names and on `self`.
+fn track_ranks<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+    let Stmt::Assign(ast::StmtAssign { targets, value, .. }) = stmt else {
+        return;
+    };
+    let [target] = targets.as_slice() else {
+        return;
+    };
+    let rank = allocation_rank(checker, value);
+    match target {
+        Expr::Name(name) => {
+            let ranks = &mut checker.rule_state.host_data.ranks;
+            match rank {
+                Some(rank) => {
+                    ranks.insert(name.id.as_str(), rank);
+                }
+                None => {
+                    ranks.remove(name.id.as_str());
+                }
+            }
+        }
+        Expr::Attribute(_) => {
+            let (Some(key), Some(rank)) = (self_attribute_key(checker, target), rank) else {
+                return;
+            };
+            checker
+                .module_facts
+                .attribute_ranks
+                .entry(key)
+                .and_modify(|known| {
+                    if *known != Some(rank) {
+                        *known = None;
+                    }
+                })
+                .or_insert(Some(rank));
+        }
+        _ => {}
+    }
+}
+
+/// The rank of a new tensor: `torch.zeros(n, m)`, `torch.empty((a, b, c))`, `x.new_zeros(n)`,
+/// `torch.arange(...)`, `torch.tensor([[...]])`, when its sizes say.
+fn allocation_rank(checker: &Checker, value: &Expr) -> Option<usize> {
+    let Expr::Call(call) = value else {
+        return None;
+    };
+    let name = match crate::rules::callee(checker, call) {
+        Some(qualified) => qualified.strip_prefix("torch.")?.to_string(),
+        None => match method_call(call) {
+            Some((method @ ("new_zeros" | "new_ones" | "new_empty" | "new_full"), _)) => {
+                method.to_string()
+            }
+            _ => return None,
+        },
+    };
+    match name.as_str() {
+        "arange" | "linspace" | "randperm" => Some(1),
+        "tensor" => call.arguments.args.first().and_then(nesting),
+        "empty" | "zeros" | "ones" | "rand" | "randn" | "new_zeros" | "new_ones" | "new_empty" => {
+            sizes_rank(checker, &call.arguments.args)
+        }
+        "full" | "new_full" => sizes_rank(checker, call.arguments.args.get(..1)?),
+        _ => None,
+    }
+}
+
+/// The rank given by size arguments: one tuple or list of sizes, or one integer per dimension.
+fn sizes_rank(checker: &Checker, sizes: &[Expr]) -> Option<usize> {
+    match sizes {
+        [Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })] => {
+            (!elts.iter().any(|elt| matches!(elt, Expr::Starred(_)))).then_some(elts.len())
+        }
+        [] => None,
+        // One size: an integer, unless it is a name, which may hold a shape.
+        [size] => (is_int(checker, size) && !matches!(size, Expr::Name(_))).then_some(1),
+        // Several: one integer each.
+        sizes => {
+            (!sizes.iter().any(|size| matches!(size, Expr::Starred(_)))).then_some(sizes.len())
+        }
+    }
+}
+
+/// The nesting depth of a list literal: `[[1, 2]]` is 2.
+fn nesting(data: &Expr) -> Option<usize> {
+    match data {
+        Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. }) => {
+            Some(1 + elts.first().map_or(Some(0), nesting)?)
+        }
+        Expr::NumberLiteral(_) | Expr::BooleanLiteral(_) => Some(0),
+        Expr::UnaryOp(_) | Expr::BinOp(_) | Expr::Name(_) | Expr::Attribute(_) => Some(0),
+        _ => None,
+    }
+}
+
+fn is_int(checker: &Checker, expr: &Expr) -> bool {
+    match expr {
+        Expr::NumberLiteral(number) => matches!(number.value, ast::Number::Int(_)),
+        Expr::UnaryOp(unary) => is_int(checker, &unary.operand),
+        Expr::BinOp(binop) => is_int(checker, &binop.left) && is_int(checker, &binop.right),
+        Expr::Name(name) => match checker.ty(expr) {
+            Ty::Host => true,
+            Ty::Unknown => int_named(name.id.as_str()),
+            _ => false,
+        },
+        Expr::Attribute(_) | Expr::Call(_) | Expr::Subscript(_) => checker.ty(expr) == Ty::Host,
+        _ => false,
+    }
+}
+
+/// A name that holds one integer: `i`, `idx`, `slot`, `token_id`, `req_index`, `last_pos`
+/// (plurals such as `token_ids` hold sequences).
+fn int_named(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let last = lower.rsplit('_').next().unwrap_or(&lower);
+    matches!(lower.as_str(), "i" | "j" | "k" | "n")
+        || matches!(
+            last,
+            "id" | "idx" | "index" | "pos" | "slot" | "offset" | "row" | "col"
+        )
+}
+
+/// A Python number or bool: literals, `float("-inf")`, `math.inf`, `torch.finfo(dtype).min`,
+/// host values and arithmetic on them.
+fn is_host_scalar(checker: &Checker, expr: &Expr) -> bool {
+    match expr {
+        Expr::NumberLiteral(_) | Expr::BooleanLiteral(_) => true,
+        Expr::UnaryOp(unary) => is_host_scalar(checker, &unary.operand),
+        Expr::BinOp(binop) => {
+            is_host_scalar(checker, &binop.left) && is_host_scalar(checker, &binop.right)
+        }
+        Expr::Call(call)
+            if builtin_call(checker, call)
+                .is_some_and(|name| matches!(name, "float" | "int" | "bool")) =>
+        {
+            call.arguments
+                .args
+                .iter()
+                .all(|arg| checker.ty(arg) != Ty::Tensor)
+        }
+        Expr::Attribute(attribute)
+            if matches!(attribute.attr.id.as_str(), "min" | "max" | "eps" | "tiny") =>
+        {
+            matches!(&*attribute.value, Expr::Call(call)
+                if matches!(crate::rules::callee(checker, call).as_deref(), Some("torch.finfo" | "torch.iinfo")))
+        }
+        _ => {
+            checker.ty(expr) == Ty::Host
+                || checker
+                    .model
+                    .qualified_name(expr)
+                    .is_some_and(|qualified| qualified.starts_with("math."))
+        }
     }
 }
 
@@ -225,6 +481,9 @@ fn fill_call(checker: &mut Checker, call: &ast::ExprCall) {
         return;
     };
     if checker.ty(value) != Ty::Tensor && varies_per_call(checker, value) {
-        checker.report(HostScalarWrittenToDevice { form }, call.range());
+        checker.report(
+            HostScalarWrittenToDevice { form, baked: true },
+            call.range(),
+        );
     }
 }

@@ -1,7 +1,7 @@
 use crate::checker::Checker;
 use crate::declare_violation;
 use crate::rules::{host_named, method_call};
-use crate::semantic::{is_cpu_move, Ty};
+use crate::semantic::{is_cpu_move, is_legacy_host_type, Ty};
 use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;
@@ -9,7 +9,8 @@ use ruff_text_size::Ranged;
 declare_violation! {
     /// ## What it does
     /// Checks for copies of a device tensor to host memory: `.cpu()`, `.to("cpu")`,
-    /// `.to(device="cpu")` and `.to(torch.device("cpu"))`.
+    /// `.to(device="cpu")`, `.to(torch.device("cpu"))` and `.type(torch.BoolTensor)` (the legacy
+    /// `torch.*Tensor` types other than `torch.cuda.*` are host types).
     ///
     /// ## Why is this bad?
     /// A device→host copy into pageable memory waits for the stream to drain. Inside a CUDA graph
@@ -38,7 +39,7 @@ declare_violation! {
 impl Violation for HostTransfer {
     const CODE: &'static str = "GR103";
     const NAME: &'static str = "host-transfer";
-    const CALLS: Calls = Calls::named(&["cpu", "to"]);
+    const CALLS: Calls = Calls::named(&["cpu", "to", "type"]);
 
     fn message(&self) -> String {
         format!(
@@ -68,6 +69,18 @@ fn host_transfer(checker: &mut Checker, call: &ast::ExprCall) {
         // the `.cpu()` before it.
         "cpu" if call.arguments.args.is_empty() => ".cpu()".to_string(),
         "to" if is_cpu_move(call) => ".to(\"cpu\")".to_string(),
+        // `torch.BoolTensor` and the other legacy types name host memory.
+        "type" if call.arguments.args.len() == 1 => {
+            let target = &call.arguments.args[0];
+            let qualified = checker.model.qualified_name(target);
+            if !is_legacy_host_type(qualified.as_deref(), target) {
+                return;
+            }
+            format!(
+                ".type({})",
+                qualified.as_deref().unwrap_or("'torch.*Tensor'")
+            )
+        }
         _ => return,
     };
     if checker.model.qualified_name(receiver).is_some() {

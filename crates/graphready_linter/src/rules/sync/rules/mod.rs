@@ -2,6 +2,7 @@ pub mod device_scalar_as_size;
 pub mod explicit_synchronize;
 pub mod host_transfer;
 pub mod item_call;
+pub mod pageable_non_blocking_copy;
 pub mod tensor_comparison_on_host;
 pub mod tensor_formatting;
 pub mod tensor_to_python_scalar;

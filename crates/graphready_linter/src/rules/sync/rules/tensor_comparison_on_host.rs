@@ -1,15 +1,16 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::rules::method_call;
-use crate::semantic::Ty;
+use crate::rules::{device_tensor, method_call};
 use crate::violation::{Calls, Check, Violation};
-use ruff_python_ast::{self as ast};
+use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
 
 declare_violation! {
     /// ## What it does
     /// Checks for comparisons that return a Python `bool` computed from tensor values:
-    /// `torch.equal`, `torch.allclose`, `torch.is_nonzero`, `Tensor.equal` and `Tensor.allclose`.
+    /// `torch.equal`, `torch.allclose`, `torch.is_nonzero`, `Tensor.equal`, `Tensor.allclose`,
+    /// and membership tests on a device tensor (`token in ids`, which calls
+    /// `Tensor.__contains__`).
     ///
     /// ## Why is this bad?
     /// The answer is a host `bool`, so the device values are read on the host and the stream is
@@ -55,6 +56,27 @@ impl Check for TensorComparisonOnHost {
     fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
         tensor_comparison_on_host(checker, call);
     }
+
+    fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
+        if let Expr::Compare(compare) = expr {
+            membership(checker, compare);
+        }
+    }
+}
+
+/// `x in t` / `x not in t` with `t` a device tensor.
+fn membership(checker: &mut Checker, compare: &ast::ExprCompare) {
+    for (op, container) in compare.ops.iter().zip(compare.comparators.iter()) {
+        if matches!(op, ast::CmpOp::In | ast::CmpOp::NotIn) && device_tensor(checker, container) {
+            checker.report(
+                TensorComparisonOnHost {
+                    call: "in".to_string(),
+                },
+                compare.range(),
+            );
+            return;
+        }
+    }
 }
 
 /// GR106
@@ -66,10 +88,11 @@ fn tensor_comparison_on_host(checker: &mut Checker, call: &ast::ExprCall) {
             "torch.is_nonzero" => "torch.is_nonzero",
             _ => return,
         };
-        let all_host =
-            call.arguments.args.iter().all(|argument| {
-                matches!(checker.ty(argument), Ty::CpuTensor | Ty::Host | Ty::Array)
-            });
+        let all_host = call
+            .arguments
+            .args
+            .iter()
+            .all(|argument| checker.ty(argument).is_host());
         if !all_host {
             checker.report(
                 TensorComparisonOnHost {

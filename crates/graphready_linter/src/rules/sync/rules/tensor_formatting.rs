@@ -18,12 +18,14 @@ declare_violation! {
     ///
     /// ## Example
     /// ```python
-    /// logger.debug("router logits: %s", logits)
+    /// def route(logits: torch.Tensor):
+    ///     logger.debug("router logits: %s", logits)
     /// ```
     ///
     /// Use instead:
     /// ```python
-    /// logger.debug("router logits: shape=%s dtype=%s", logits.shape, logits.dtype)
+    /// def route(logits: torch.Tensor):
+    ///     logger.debug("router logits: shape=%s dtype=%s", logits.shape, logits.dtype)
     /// ```
     pub struct TensorFormatting {
         how: &'static str,

@@ -16,15 +16,17 @@ declare_violation! {
     ///
     /// ## Example
     /// ```python
-    /// n = int(num_tokens)
-    /// out = x[:n]
+    /// def take(x: torch.Tensor, num_tokens: torch.Tensor):
+    ///     n = int(num_tokens)
+    ///     return x[:n]
     /// ```
     ///
     /// Use instead:
     /// ```python
-    /// # keep the bound on the device and mask instead of slicing
-    /// valid = torch.arange(x.size(0), device=x.device) < num_tokens
-    /// out = x * valid[:, None]
+    /// def take(x: torch.Tensor, num_tokens: torch.Tensor):
+    ///     # keep the bound on the device and mask instead of slicing
+    ///     valid = torch.arange(x.size(0), device=x.device) < num_tokens
+    ///     return x * valid[:, None]
     /// ```
     pub struct TensorToPythonScalar {
         builtin: String,

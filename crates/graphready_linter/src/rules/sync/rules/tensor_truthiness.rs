@@ -2,7 +2,7 @@ use crate::checker::Checker;
 use crate::declare_violation;
 use crate::rules::builtin_call;
 use crate::violation::{Calls, Check, Violation};
-use ruff_python_ast::{self as ast, Expr};
+use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::Ranged;
 
 declare_violation! {
@@ -10,7 +10,9 @@ declare_violation! {
     /// Checks for the truth value of a device tensor being taken on the host: `if t:`,
     /// `elif`, `while`, `assert`, `not t`, `t and ...`, `t or ...`, `a if t else b`,
     /// comprehension conditions and `bool(t)` — including the common `(x >= 0).all()` and
-    /// `mask.any()`.
+    /// `mask.any()` — and a device value stored, inside a loop, in a flag that was a Python
+    /// `bool` (`finished = False` ... `finished = (lengths >= max_len).all()`), which the loop
+    /// then tests on the host.
     ///
     /// ## Why is this bad?
     /// Python needs a host `bool` to pick a branch, so the tensor is copied to the host and the
@@ -34,10 +36,14 @@ declare_violation! {
     /// x = x.masked_fill(mask, 0.0)  # branch-free: a no-op where mask is False
     /// ```
     ///
-    /// `torch._assert_async(cond)` checks on the device without a sync; `torch.where(cond, a, b)`
-    /// replaces a value-dependent branch.
+    /// `torch.where(cond, a, b)` replaces a value-dependent branch. A check that must also run
+    /// during capture can write a status word on the device (a count of bad values, say) that
+    /// the host reads after replay. Do not reach for `torch._assert_async` inside captured code:
+    /// a failing device assert poisons the CUDA context (error 719), and every later CUDA call in
+    /// the process fails with it (DeepGEMM issue #414 weighs exactly this).
     pub struct TensorTruthiness {
         context: &'static str,
+        flag: Option<String>,
     }
 }
 
@@ -47,18 +53,28 @@ impl Violation for TensorTruthiness {
     const CALLS: Calls = Calls::named(&["bool"]);
 
     fn message(&self) -> String {
-        format!(
-            "{} reads a device tensor's truth value on the host, which synchronises the stream",
-            self.context
-        )
+        match &self.flag {
+            Some(flag) => format!(
+                "`{flag}` was a host `bool` and now holds a device tensor that the loop tests on \
+                 the host, which synchronises the stream"
+            ),
+            None => format!(
+                "{} reads a device tensor's truth value on the host, which synchronises the stream",
+                self.context
+            ),
+        }
     }
 
     fn fix_title(&self) -> Option<String> {
-        Some(
-            "Use `torch.where`/`masked_fill` instead of branching, `torch._assert_async` for checks, \
-             or guard eager-only validation with `torch.cuda.is_current_stream_capturing()`"
+        Some(match self.flag {
+            Some(_) => "Keep the flag on the device and read it one step later from a pinned \
+                        host copy (`flag_cpu.copy_(flag, non_blocking=True)`)"
                 .to_string(),
-        )
+            None => "Use `torch.where`/`masked_fill` instead of branching, and run validation \
+                     eagerly under `if not torch.cuda.is_current_stream_capturing():` (or record \
+                     a device status word that the host reads after replay)"
+                .to_string(),
+        })
     }
 }
 
@@ -79,11 +95,62 @@ impl Check for TensorTruthiness {
     fn truth_test<'a>(checker: &mut Checker<'a>, test: &'a Expr) {
         test_position(checker, test);
     }
+
+    fn statement<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+        host_flag(checker, stmt);
+    }
+}
+
+/// `flag = False` ... `flag = (x == eos).all()` inside a loop: the flag was a host bool, and the
+/// loop's test takes the device value's truth on the next iteration.
+fn host_flag<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
+    let Some((name, value)) = crate::rules::assigned_name(stmt) else {
+        return;
+    };
+    if matches!(value, Expr::BooleanLiteral(_)) {
+        checker.rule_state.sync.host_flags.insert(name);
+        return;
+    }
+    if !checker.rule_state.sync.host_flags.contains(name) {
+        return;
+    }
+    checker.rule_state.sync.host_flags.remove(name);
+    if !checker.rule_state.in_loop(stmt.range()) || !is_device_truth(checker, value) {
+        return;
+    }
+    checker.report(
+        TensorTruthiness {
+            context: "a host flag",
+            flag: Some(name.to_string()),
+        },
+        value.range(),
+    );
+}
+
+/// A device tensor that stands for a truth value: a comparison, a mask, `.all()` / `.any()`.
+fn is_device_truth(checker: &Checker, value: &Expr) -> bool {
+    if !checker.is_tensor(value) {
+        return false;
+    }
+    match value {
+        Expr::Compare(_) => true,
+        Expr::Call(call) => {
+            checker.model.is_bool_tensor(value)
+                || matches!(crate::rules::method_call(call), Some(("all" | "any", _)))
+        }
+        _ => checker.model.is_bool_tensor(value),
+    }
 }
 
 fn report(checker: &mut Checker, expr: &Expr, context: &'static str) {
     if checker.is_tensor(expr) {
-        checker.report(TensorTruthiness { context }, expr.range());
+        checker.report(
+            TensorTruthiness {
+                context,
+                flag: None,
+            },
+            expr.range(),
+        );
     }
 }
 
@@ -159,6 +226,7 @@ fn bool_call(checker: &mut Checker, call: &ast::ExprCall) {
         checker.report(
             TensorTruthiness {
                 context: "`bool()`",
+                flag: None,
             },
             call.range(),
         );

@@ -1,0 +1,90 @@
+//! Annotations: what a parameter, a field or a variable annotated `torch.Tensor`, `list[int]`,
+//! `np.ndarray` or `torch.cuda.Stream` holds, and the parameters bound from them.
+
+use super::model::SemanticModel;
+use super::syntax::host_named;
+use super::types::Ty;
+use ruff_python_ast::{Expr, Parameters};
+
+impl<'a> SemanticModel<'a> {
+    /// The type of a parameter's annotation.
+    pub fn annotation_ty(&self, annotation: &Expr) -> Ty {
+        match annotation {
+            Expr::StringLiteral(literal) => {
+                let text = literal.value.to_str();
+                match text {
+                    "torch.Tensor" | "Tensor" | "torch.nn.Parameter" | "nn.Parameter" => Ty::Tensor,
+                    _ => Ty::Unknown,
+                }
+            }
+            Expr::Subscript(subscript) => {
+                let container = self.qualified_name(&subscript.value);
+                let container = container.as_deref().unwrap_or("");
+                let holds_tensors = match &*subscript.slice {
+                    Expr::Tuple(tuple) => tuple
+                        .elts
+                        .iter()
+                        .any(|element| self.annotation_ty(element) == Ty::Tensor),
+                    element => self.annotation_ty(element) == Ty::Tensor,
+                };
+                let sequence = matches!(
+                    container,
+                    "typing.List" | "typing.Tuple" | "typing.Sequence" | "list" | "tuple"
+                ) || matches!(&*subscript.value, Expr::Name(n) if matches!(n.id.as_str(), "list" | "tuple"));
+                let list = matches!(container, "typing.List" | "list")
+                    || matches!(&*subscript.value, Expr::Name(n) if n.id.as_str() == "list");
+                let holds_ints =
+                    matches!(&*subscript.slice, Expr::Name(n) if n.id.as_str() == "int");
+                if sequence && holds_tensors {
+                    Ty::TensorSeq
+                } else if list && holds_ints {
+                    Ty::HostList
+                } else {
+                    Ty::Unknown
+                }
+            }
+            Expr::Name(name) if matches!(name.id.as_str(), "int" | "float" | "bool" | "str") => {
+                Ty::Host
+            }
+            Expr::Name(name) if name.id.as_str() == "list" => Ty::HostList,
+            _ => match self.qualified_name(annotation).as_deref() {
+                Some("torch.Tensor" | "torch.nn.Parameter" | "torch.nn.parameter.Parameter") => {
+                    Ty::Tensor
+                }
+                Some("typing.List") => Ty::HostList,
+                Some("torch.cuda.Stream" | "torch.Stream") => Ty::Stream,
+                Some("torch.cuda.Event" | "torch.Event") => Ty::Event,
+                Some(numpy) if numpy.starts_with("numpy.") => Ty::Array,
+                _ => Ty::Unknown,
+            },
+        }
+    }
+
+    /// Binds a function's parameters from their annotations.
+    pub fn bind_parameters(&mut self, parameters: &'a Parameters) {
+        for parameter in parameters.iter_non_variadic_params() {
+            let name = parameter.parameter.name.id.as_str();
+            let ty = match parameter
+                .parameter
+                .annotation()
+                .map_or(Ty::Unknown, |annotation| self.annotation_ty(annotation))
+            {
+                // `seq_lens_cpu: torch.Tensor` is a host mirror.
+                Ty::Tensor if host_named(name) => Ty::CpuTensor,
+                ty => ty,
+            };
+            self.bind(name, ty);
+        }
+        if let Some(vararg) = &parameters.vararg {
+            self.bind(vararg.name.id.as_str(), Ty::Unknown);
+        }
+        if let Some(kwarg) = &parameters.kwarg {
+            self.bind(kwarg.name.id.as_str(), Ty::Host);
+        }
+        // After `bind`, which forgets a rebound parameter.
+        let names = parameters
+            .iter_non_variadic_params()
+            .map(|parameter| parameter.parameter.name.id.as_str());
+        self.current().parameters.extend(names);
+    }
+}
