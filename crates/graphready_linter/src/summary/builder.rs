@@ -3,10 +3,7 @@
 //! The checker feeds it at the same visit points where it runs the rules, with the semantic
 //! model as it stands there.
 
-use super::{
-    ArgKey, CallSite, CallTarget, CallableEntry, EntryReason, FunctionSummary, Marker,
-    ModuleSummary, PathStep, Ref, TypePath,
-};
+use super::{FunctionSummary, Marker, ModuleSummary, PathStep, Ref, TypePath};
 use crate::semantic::{keyword, SemanticModel, Ty};
 use crate::util::last_segment;
 use ruff_python_ast::{self as ast, Expr, Stmt};
@@ -14,6 +11,7 @@ use ruff_source_file::LineIndex;
 use ruff_text_size::Ranged;
 use rustc_hash::{FxHashMap, FxHashSet};
 
+mod calls;
 mod classes;
 mod types;
 
@@ -276,23 +274,6 @@ impl<'a> SummaryBuilder<'a> {
             self.method_self = Some((class, self_name));
         }
     }
-
-    /// An expression whose truth or value the host takes: notes the parameters it reads.
-    pub(crate) fn judged(&mut self, expr: &Expr) {
-        let Some(function) = self.building.last_mut() else {
-            return;
-        };
-        let mut names = Vec::new();
-        names_in(expr, &mut names, 0);
-        for name in names {
-            if function.params.iter().any(|p| p.name == name)
-                && !function.judged_params.iter().any(|n| n == name)
-            {
-                function.judged_params.push(name.to_string());
-            }
-        }
-    }
-
     /// A `for` or `while` body is about to be visited (`range`: the whole statement).
     pub(crate) fn enter_loop(&mut self, range: ruff_text_size::TextRange) {
         let Some(depth) = self.loop_depths.last_mut() else {
@@ -419,217 +400,6 @@ impl<'a> SummaryBuilder<'a> {
             .unwrap_or_default()
     }
 
-    /// What a call expression may invoke, as far as this module can tell.
-    fn call_targets(&self, model: &SemanticModel, func: &Expr) -> Vec<CallTarget> {
-        let instances = self.instances_of(func);
-        if !instances.is_empty() {
-            return instances
-                .into_iter()
-                .map(|class| CallTarget::InstanceMethod {
-                    class,
-                    method: "forward".to_string(),
-                })
-                .collect();
-        }
-        if let Some(reference) = self.reference(model, func) {
-            return vec![CallTarget::Function(reference)];
-        }
-        let Expr::Attribute(attribute) = func else {
-            // `runner(x)` with `runner: Runner`: the instance's `forward` or `__call__`.
-            return self
-                .type_path(model, func)
-                .map(|receiver| CallTarget::Invoke { receiver })
-                .into_iter()
-                .collect();
-        };
-        let method = attribute.attr.id.to_string();
-        match &*attribute.value {
-            Expr::Name(receiver) => {
-                if let Some((class, self_name)) = self.self_context() {
-                    if receiver.id.as_str() == self_name {
-                        return vec![CallTarget::SelfMethod {
-                            class: class.to_string(),
-                            method,
-                        }];
-                    }
-                }
-                let targets: Vec<CallTarget> = self
-                    .instances_of(&attribute.value)
-                    .into_iter()
-                    .map(|class| CallTarget::InstanceMethod {
-                        class,
-                        method: method.clone(),
-                    })
-                    .collect();
-                if !targets.is_empty() {
-                    return targets;
-                }
-                self.typed_method(model, &attribute.value, method)
-            }
-            Expr::Call(inner) if matches!(&*inner.func, Expr::Name(n) if n.id.as_str() == "super") => {
-                match self.self_context() {
-                    Some((class, _)) => vec![CallTarget::Super {
-                        class: class.to_string(),
-                        method,
-                    }],
-                    None => Vec::new(),
-                }
-            }
-            receiver => {
-                let targets: Vec<CallTarget> = self
-                    .instances_of(receiver)
-                    .into_iter()
-                    .map(|class| CallTarget::InstanceMethod {
-                        class,
-                        method: method.clone(),
-                    })
-                    .collect();
-                if !targets.is_empty() {
-                    return targets;
-                }
-                self.typed_method(model, receiver, method)
-            }
-        }
-    }
-
-    /// `receiver.method(...)` on a receiver whose type the index can compute.
-    fn typed_method(
-        &self,
-        model: &SemanticModel,
-        receiver: &Expr,
-        method: String,
-    ) -> Vec<CallTarget> {
-        self.type_path(model, receiver)
-            .map(|receiver| CallTarget::Method { receiver, method })
-            .into_iter()
-            .collect()
-    }
-
-    /// Records a call made by the current function.
-    pub(crate) fn call(
-        &mut self,
-        model: &SemanticModel,
-        call: &ast::ExprCall,
-        in_captured_code: bool,
-    ) {
-        self.record_module_level_entries(model, call);
-        if self.building.is_empty() {
-            return;
-        }
-        if let Expr::Attribute(attribute) = &*call.func {
-            if attribute.attr.id.as_str() == "replay" && call.arguments.is_empty() {
-                if let Some(function) = self.building.last_mut() {
-                    function.replays_graph = true;
-                }
-            }
-        }
-        if !in_captured_code {
-            return;
-        }
-        if let Expr::Name(name) = &*call.func {
-            if matches!(
-                name.id.as_str(),
-                "int" | "float" | "bool" | "complex" | "str" | "repr" | "print" | "range" | "len"
-            ) {
-                for argument in &call.arguments.args {
-                    self.judged(argument);
-                }
-            }
-        }
-        if self.capture_depth == 0 && runs_model(call, self.method_self.is_some()) {
-            let in_loop = self.loop_depths.last().is_some_and(|depth| *depth > 0);
-            if let Some(function) = self.building.last_mut() {
-                if in_loop {
-                    function.runs_model_in_loop = true;
-                } else {
-                    function.runs_model = true;
-                }
-            }
-        }
-        // Calls into PyTorch and the standard library never lead back into the project.
-        if let Some(qualified) = model.qualified_name(&call.func) {
-            if is_external(&qualified) {
-                return;
-            }
-            self.summary.imported_callees.insert(qualified.to_string());
-        }
-        let targets = self.call_targets(model, &call.func);
-        if targets.is_empty() {
-            return;
-        }
-        let capturing = self.capture_depth > 0;
-        let in_loop = self.loop_depths.last().is_some_and(|depth| *depth > 0);
-        let tensor_args = tensor_args(model, call);
-        if let Some(function) = self.building.last_mut() {
-            for target in targets {
-                let site = CallSite {
-                    target,
-                    in_loop,
-                    tensor_args: tensor_args.clone(),
-                };
-                if capturing {
-                    function.captured_calls.push(site);
-                } else {
-                    function.calls.push(site);
-                }
-            }
-        }
-    }
-
-    /// `torch.cuda.make_graphed_callables(f, ...)`, `torch.compile(f, mode=...)` and
-    /// `graphready.ProbeTarget(step=f, ...)` (the probe captures its step).
-    fn record_module_level_entries(&mut self, model: &SemanticModel, call: &ast::ExprCall) {
-        let (reason, first) = if model.is(&call.func, "torch.cuda.make_graphed_callables")
-            || model.is(&call.func, "torch.cuda.graphs.make_graphed_callables")
-        {
-            (EntryReason::GraphedCallable, call.arguments.args.first())
-        } else if Self::compiles_with_graphs(model, call) {
-            (EntryReason::Compiled, call.arguments.args.first())
-        } else if model.is(&call.func, "graphready.ProbeTarget")
-            || model.is(&call.func, "graphready.target.ProbeTarget")
-        {
-            (
-                EntryReason::ProbeStep,
-                crate::rules::argument(call, 0, "step"),
-            )
-        } else {
-            return;
-        };
-        let Some(first) = first else {
-            return;
-        };
-        let callables: Vec<&Expr> = match first {
-            Expr::Tuple(tuple) => tuple.elts.iter().collect(),
-            Expr::List(list) => list.elts.iter().collect(),
-            other => vec![other],
-        };
-        // The probe calls its step with the inputs, in order.
-        let tensor_args: Vec<ArgKey> = match (reason, crate::rules::argument(call, 1, "inputs")) {
-            (
-                EntryReason::ProbeStep,
-                Some(
-                    Expr::List(ast::ExprList { elts, .. })
-                    | Expr::Tuple(ast::ExprTuple { elts, .. }),
-                ),
-            ) => elts
-                .iter()
-                .enumerate()
-                .filter(|(_, input)| model.ty(input) == Ty::Tensor)
-                .map(|(i, _)| ArgKey::Position(i))
-                .collect(),
-            _ => Vec::new(),
-        };
-        for callable in callables {
-            for target in self.call_targets(model, callable) {
-                self.summary.callable_entries.push(CallableEntry {
-                    target,
-                    reason,
-                    tensor_args: tensor_args.clone(),
-                });
-            }
-        }
-    }
-
     /// Whether a `with` item opens a CUDA graph capture.
     pub(crate) fn is_capture_context(model: &SemanticModel, item: &ast::WithItem) -> bool {
         let Expr::Call(call) = &item.context_expr else {
@@ -719,75 +489,6 @@ fn collect_imports(stmt: &Stmt, imports: &mut FxHashMap<String, String>, model: 
                 imports.insert(name.to_string(), qualified.to_string());
             }
         }
-        _ => {}
-    }
-}
-
-/// Whether a call runs a model: `x.forward(...)`, `self.model(...)`, `model(...)`,
-/// `model_forward(...)`, and `self(...)` in a method (a model calling itself, as generation
-/// mixins do).
-fn runs_model(call: &ast::ExprCall, in_method: bool) -> bool {
-    match &*call.func {
-        Expr::Attribute(attribute) => matches!(attribute.attr.id.as_str(), "forward" | "model"),
-        Expr::Name(name) => {
-            let name = name.id.as_str();
-            matches!(name, "model" | "model_forward") || (in_method && name == "self")
-        }
-        _ => false,
-    }
-}
-
-/// The arguments of a call that are device tensors.
-fn tensor_args(model: &SemanticModel, call: &ast::ExprCall) -> Vec<ArgKey> {
-    let mut keys = Vec::new();
-    for (i, argument) in call.arguments.args.iter().enumerate() {
-        if matches!(argument, Expr::Starred(_)) {
-            break;
-        }
-        if model.ty(argument) == Ty::Tensor {
-            keys.push(ArgKey::Position(i));
-        }
-    }
-    for keyword in &call.arguments.keywords {
-        if let Some(name) = &keyword.arg {
-            if model.ty(&keyword.value) == Ty::Tensor {
-                keys.push(ArgKey::Keyword(name.to_string()));
-            }
-        }
-    }
-    keys
-}
-
-/// The names an expression reads, outside nested scopes (a few levels deep).
-fn names_in<'e>(expr: &'e Expr, out: &mut Vec<&'e str>, depth: u8) {
-    if depth > 6 {
-        return;
-    }
-    match expr {
-        Expr::Name(name) => out.push(name.id.as_str()),
-        Expr::BoolOp(bool_op) => bool_op
-            .values
-            .iter()
-            .for_each(|value| names_in(value, out, depth + 1)),
-        Expr::UnaryOp(unary) => names_in(&unary.operand, out, depth + 1),
-        Expr::BinOp(binop) => {
-            names_in(&binop.left, out, depth + 1);
-            names_in(&binop.right, out, depth + 1);
-        }
-        Expr::Compare(compare) => {
-            names_in(&compare.left, out, depth + 1);
-            compare
-                .comparators
-                .iter()
-                .for_each(|value| names_in(value, out, depth + 1));
-        }
-        Expr::Call(call) => call
-            .arguments
-            .args
-            .iter()
-            .for_each(|value| names_in(value, out, depth + 1)),
-        Expr::Attribute(attribute) => names_in(&attribute.value, out, depth + 1),
-        Expr::Subscript(subscript) => names_in(&subscript.value, out, depth + 1),
         _ => {}
     }
 }
