@@ -274,6 +274,7 @@ impl<'a> SummaryBuilder<'a> {
             self.method_self = Some((class, self_name));
         }
     }
+
     /// A `for` or `while` body is about to be visited (`range`: the whole statement).
     pub(crate) fn enter_loop(&mut self, range: ruff_text_size::TextRange) {
         let Some(depth) = self.loop_depths.last_mut() else {
