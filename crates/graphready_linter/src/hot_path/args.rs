@@ -21,11 +21,12 @@ pub(super) fn tensor_params(
         .chain(drivers.iter())
         .copied();
     for caller in callers {
-        for site in &index.function(caller).calls {
+        let sites = &index.function(caller).calls;
+        for (site, callees) in sites.iter().zip(index.resolved_sites(caller)) {
             if site.tensor_args.is_empty() {
                 continue;
             }
-            for callee in index.resolve(caller.module, &site.target) {
+            for &callee in callees.iter() {
                 record(
                     index,
                     callee,
