@@ -38,16 +38,7 @@ impl Violation for HostCollectiveInStep {
     const CODE: &'static str = "GR507";
     const NAME: &'static str = "host-collective-in-step";
     const CAPTURED_ONLY: bool = true;
-    const CALLS: Calls = Calls::named(&[
-        "barrier",
-        "monitored_barrier",
-        "all_gather_object",
-        "broadcast_object_list",
-        "gather_object",
-        "scatter_object_list",
-        "send_object_list",
-        "recv_object_list",
-    ]);
+    const CALLS: Calls = Calls::named(HOST_COLLECTIVES);
 
     fn message(&self) -> String {
         format!(
@@ -70,6 +61,7 @@ impl Check for HostCollectiveInStep {
     }
 }
 
+/// `torch.distributed` calls that synchronise through the host (object collectives, barriers).
 const HOST_COLLECTIVES: &[&str] = &[
     "barrier",
     "monitored_barrier",
