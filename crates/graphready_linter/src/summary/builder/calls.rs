@@ -48,53 +48,42 @@ impl SummaryBuilder<'_> {
                 .collect();
         };
         let method = attribute.attr.id.to_string();
-        match &*attribute.value {
-            Expr::Name(receiver) => {
+        let receiver = &*attribute.value;
+        match receiver {
+            Expr::Name(name) => {
                 if let Some((class, self_name)) = self.self_context() {
-                    if receiver.id.as_str() == self_name {
+                    if name.id.as_str() == self_name {
                         return vec![CallTarget::SelfMethod {
                             class: class.to_string(),
                             method,
                         }];
                     }
                 }
-                let targets: Vec<CallTarget> = self
-                    .instances_of(&attribute.value)
-                    .into_iter()
-                    .map(|class| CallTarget::InstanceMethod {
-                        class,
-                        method: method.clone(),
-                    })
-                    .collect();
-                if !targets.is_empty() {
-                    return targets;
-                }
-                self.typed_method(model, &attribute.value, method)
             }
-            Expr::Call(inner) if matches!(&*inner.func, Expr::Name(n) if n.id.as_str() == "super") => {
-                match self.self_context() {
+            Expr::Call(inner) if matches!(&*inner.func, Expr::Name(n) if n.id.as_str() == "super") =>
+            {
+                return match self.self_context() {
                     Some((class, _)) => vec![CallTarget::Super {
                         class: class.to_string(),
                         method,
                     }],
                     None => Vec::new(),
-                }
+                };
             }
-            receiver => {
-                let targets: Vec<CallTarget> = self
-                    .instances_of(receiver)
-                    .into_iter()
-                    .map(|class| CallTarget::InstanceMethod {
-                        class,
-                        method: method.clone(),
-                    })
-                    .collect();
-                if !targets.is_empty() {
-                    return targets;
-                }
-                self.typed_method(model, receiver, method)
-            }
+            _ => {}
         }
+        let targets: Vec<CallTarget> = self
+            .instances_of(receiver)
+            .into_iter()
+            .map(|class| CallTarget::InstanceMethod {
+                class,
+                method: method.clone(),
+            })
+            .collect();
+        if !targets.is_empty() {
+            return targets;
+        }
+        self.typed_method(model, receiver, method)
     }
 
     /// `receiver.method(...)` on a receiver whose type the index can compute.
