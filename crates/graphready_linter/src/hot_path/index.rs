@@ -35,6 +35,8 @@ pub struct ProjectIndex<'s> {
     /// Methods by (class, method), so that a lookup allocates nothing.
     methods: Vec<FxHashMap<(&'s str, &'s str), usize>>,
     classes: Vec<FxHashMap<&'s str, usize>>,
+    /// Whether each module is a measuring harness (see [`super::steps::is_harness_module`]).
+    harness: Vec<bool>,
     /// Direct subclasses of each class that has any.
     subclasses: FxHashMap<ClassId, Vec<ClassId>>,
     /// Where each module's classes start in a flat numbering, for per-class memos.
@@ -65,6 +67,7 @@ impl<'s> ProjectIndex<'s> {
             functions: Vec::with_capacity(modules.len()),
             methods: Vec::with_capacity(modules.len()),
             classes: Vec::with_capacity(modules.len()),
+            harness: Vec::with_capacity(modules.len()),
             subclasses: FxHashMap::default(),
             class_offsets: Vec::with_capacity(modules.len()),
             all_subclasses: Vec::new(),
@@ -107,13 +110,15 @@ impl<'s> ProjectIndex<'s> {
                     .enumerate()
                     .map(|(j, c)| (c.name.as_str(), j))
                     .collect();
-                (functions, methods, classes)
+                let harness = super::steps::is_harness_summary(module);
+                (functions, methods, classes, harness)
             })
             .collect();
-        for (functions, methods, classes) in tables {
+        for (functions, methods, classes, harness) in tables {
             index.functions.push(functions);
             index.methods.push(methods);
             index.classes.push(classes);
+            index.harness.push(harness);
         }
         let edges: Vec<(ClassId, ClassId)> = modules
             .par_iter()
@@ -152,6 +157,11 @@ impl<'s> ProjectIndex<'s> {
             .take(functions)
             .collect();
         index
+    }
+
+    /// Whether a module is a measuring harness: tests, benchmarks, examples.
+    pub(super) fn is_harness(&self, module: usize) -> bool {
+        self.harness[module]
     }
 
     /// What each call site of a function resolves to (in the order of its `calls`).

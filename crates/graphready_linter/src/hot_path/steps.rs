@@ -9,7 +9,7 @@
 
 use super::index::{NodeId, ProjectIndex};
 use super::Entry;
-use crate::summary::EntryReason;
+use crate::summary::{EntryReason, ModuleSummary};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 
@@ -91,23 +91,23 @@ pub(super) fn is_harness_module(module: &str) -> bool {
     })
 }
 
-impl ProjectIndex<'_> {
-    /// Whether a module is a measuring harness (see [`is_harness_module`]); a file outside any
-    /// package is judged by its name.
-    pub(super) fn is_harness(&self, module: usize) -> bool {
-        let summary = self.module(module);
-        match &summary.module {
-            Some(name) => is_harness_module(name),
-            None => {
-                let file = summary
-                    .path
-                    .rsplit(['/', '\\'])
-                    .next()
-                    .unwrap_or(&summary.path);
-                is_harness_module(file.strip_suffix(".py").unwrap_or(file))
-            }
+/// Whether a module is a measuring harness (see [`is_harness_module`]); a file outside any
+/// package is judged by its name.
+pub(super) fn is_harness_summary(summary: &ModuleSummary) -> bool {
+    match &summary.module {
+        Some(name) => is_harness_module(name),
+        None => {
+            let file = summary
+                .path
+                .rsplit(['/', '\\'])
+                .next()
+                .unwrap_or(&summary.path);
+            is_harness_module(file.strip_suffix(".py").unwrap_or(file))
         }
     }
+}
+
+impl ProjectIndex<'_> {
 
     /// Whether a function runs once rather than every step: set-up (constructors, loading,
     /// warm-up, capture) or a measuring harness. Searches do not descend into it.
