@@ -85,7 +85,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // The runner prepares metadata through the base class its constructor was given.
             finding(
                 "engine/attention/flash.py",
-                9,
+                10,
                 "GR101",
                 "stall",
                 &[
@@ -98,13 +98,26 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // class's template method, and the subclass's override.
             finding(
                 "engine/attention/flash.py",
-                12,
+                14,
                 "GR104",
                 "capture",
                 &[
                     "Model.forward",
                     "AttentionBackend.forward",
                     "FlashBackend.forward_decode"
+                ],
+            ),
+            // The bound method the updater's constructor stored shadows its placeholder `update`.
+            finding(
+                "engine/attention/indices.py",
+                21,
+                "GR101",
+                "stall",
+                &[
+                    "Scheduler.run",
+                    "ModelRunner.forward",
+                    "FlashBackend.init_forward_metadata",
+                    "IndicesUpdater.update_sliding_window"
                 ],
             ),
             finding(

@@ -540,15 +540,12 @@ impl<'s> ProjectIndex<'s> {
             }
             CallTarget::InstanceMethod { class, method } => match self.lookup(module, class) {
                 Some(Definition::Class(m, c)) => {
-                    let name = &self.modules[m].classes[c].name;
-                    self.method_of(m, name, method)
-                        .or_else(|| {
-                            (method == "forward")
-                                .then(|| self.method_of(m, name, "__call__"))
-                                .flatten()
-                        })
-                        .into_iter()
-                        .collect()
+                    let mut out = Vec::new();
+                    self.instance_method((m, c), method, &mut out);
+                    if out.is_empty() && method == "forward" {
+                        self.instance_method((m, c), "__call__", &mut out);
+                    }
+                    out
                 }
                 // `x = Factory.create(...)`: an instance of what the factory returns.
                 Some(Definition::Function(factory)) => {

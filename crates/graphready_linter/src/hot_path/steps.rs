@@ -108,7 +108,6 @@ pub(super) fn is_harness_summary(summary: &ModuleSummary) -> bool {
 }
 
 impl ProjectIndex<'_> {
-
     /// Whether a function runs once rather than every step: set-up (constructors, loading,
     /// warm-up, capture) or a measuring harness. Searches do not descend into it.
     pub(super) fn runs_once(&self, node: NodeId) -> bool {

@@ -248,18 +248,38 @@ impl ProjectIndex<'_> {
         self.method_of(class.0, name, method)
     }
 
+    /// The functions a call of `method` on an instance of exactly `class` may run: the method
+    /// it has or inherits, and the bound methods its attribute of that name holds
+    /// (`self.update = self.update_sliding_window`), also where the class defines a placeholder
+    /// of that name: the instance attribute shadows it.
+    pub(super) fn instance_method(&self, class: ClassId, method: &str, out: &mut Vec<NodeId>) {
+        if let Some(node) = self.method_in_class(class, method) {
+            out.push(node);
+        }
+        for bound in self.bound_methods(class, method) {
+            if bound != method {
+                if let Some(node) = self.method_in_class(class, bound) {
+                    out.push(node);
+                }
+            }
+        }
+    }
+
     /// The functions a call of `method` on an instance of `class` may run: the method the class
     /// has or inherits, and every override in its subclasses.
     pub fn dispatch(&self, class: ClassId, method: &str, out: &mut Vec<NodeId>) {
-        match self.method_in_class(class, method) {
-            Some(node) => out.push(node),
-            None => {
-                // `self.update = self.update_sliding_window`: a bound method held by an
-                // attribute runs when the attribute is called.
-                for bound in self.bound_methods(class, method) {
-                    if bound != method {
-                        self.dispatch(class, bound, out);
-                    }
+        self.dispatch_depth(class, method, out, 4);
+    }
+
+    fn dispatch_depth(&self, class: ClassId, method: &str, out: &mut Vec<NodeId>, depth: u8) {
+        if let Some(node) = self.method_in_class(class, method) {
+            out.push(node);
+        }
+        // Bound methods held by the attribute, with their overrides (see `instance_method`).
+        if depth > 0 {
+            for bound in self.bound_methods(class, method) {
+                if bound != method {
+                    self.dispatch_depth(class, bound, out, depth - 1);
                 }
             }
         }

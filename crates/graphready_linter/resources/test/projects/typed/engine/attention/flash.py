@@ -1,14 +1,19 @@
 import torch
 
 from engine.attention.base import AttentionBackend
+from engine.attention.indices import IndicesUpdater
 
 
 class FlashBackend(AttentionBackend):
     def init_forward_metadata(self, batch):
         # Per-step metadata preparation outside the graph: a stall every step.
         self.max_len = batch.seq_lens.max().item()
+        self.indices_updater.update(batch)
 
     def forward_decode(self, q, batch):
         if batch.seq_lens.max() > 1024:
             q = q * 0.5
         return q
+
+    def __init__(self, sliding_window: bool):
+        self.indices_updater = IndicesUpdater(sliding_window)
