@@ -386,8 +386,8 @@ impl<'a> Visitor<'a> for Checker<'a> {
             }
             Stmt::For(for_stmt) => {
                 self.visit_expr(&for_stmt.iter);
-                let element = self.model.ty(&for_stmt.iter).element();
-                self.model.bind_target(&for_stmt.target, element);
+                self.model
+                    .bind_loop_target(&for_stmt.target, &for_stmt.iter);
                 self.summary
                     .loop_target(&self.model, &for_stmt.target, &for_stmt.iter);
                 self.visit_expr(&for_stmt.target);
@@ -488,8 +488,8 @@ impl<'a> Visitor<'a> for Checker<'a> {
 
     fn visit_comprehension(&mut self, comprehension: &'a ast::Comprehension) {
         self.visit_expr(&comprehension.iter);
-        let element = self.model.ty(&comprehension.iter).element();
-        self.model.bind_target(&comprehension.target, element);
+        self.model
+            .bind_loop_target(&comprehension.target, &comprehension.iter);
         for condition in &comprehension.ifs {
             self.visit_expr(condition);
             self.truth_test(condition);

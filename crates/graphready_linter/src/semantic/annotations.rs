@@ -39,6 +39,8 @@ impl<'a> SemanticModel<'a> {
                     Ty::TensorSeq
                 } else if list && holds_ints {
                     Ty::HostList
+                } else if list && self.is_int_sequence(&subscript.slice) {
+                    Ty::HostLists
                 } else {
                     Ty::Unknown
                 }
@@ -58,6 +60,40 @@ impl<'a> SemanticModel<'a> {
                 _ => Ty::Unknown,
             },
         }
+    }
+
+    /// Whether an annotation is a sequence of integers: `list[int]`, `Sequence[int]`,
+    /// `Iterable[int]`, `tuple[int, ...]`.
+    fn is_int_sequence(&self, annotation: &Expr) -> bool {
+        let Expr::Subscript(subscript) = annotation else {
+            return false;
+        };
+        let builtin =
+            matches!(&*subscript.value, Expr::Name(n) if matches!(n.id.as_str(), "list" | "tuple"));
+        let container = builtin
+            || self.qualified_name(&subscript.value).is_some_and(|q| {
+                matches!(
+                    &*q,
+                    "typing.List"
+                        | "typing.Tuple"
+                        | "typing.Sequence"
+                        | "typing.Iterable"
+                        | "collections.abc.Sequence"
+                        | "collections.abc.Iterable"
+                )
+            });
+        let is_int = |expr: &Expr| matches!(expr, Expr::Name(n) if n.id.as_str() == "int");
+        let ints = match &*subscript.slice {
+            Expr::Tuple(tuple) => {
+                !tuple.elts.is_empty()
+                    && tuple
+                        .elts
+                        .iter()
+                        .all(|elt| is_int(elt) || matches!(elt, Expr::EllipsisLiteral(_)))
+            }
+            element => is_int(element),
+        };
+        container && ints
     }
 
     /// Binds a function's parameters from their annotations.

@@ -226,7 +226,9 @@ pub(super) fn subscript_memory(receiver: Ty, index: &Expr, index_ty: impl Fn(&Ex
             Expr::List(_) | Expr::ListComp(_) => Some(false),
             other => match index_ty(other) {
                 Ty::Host => Some(true),
-                ty if ty.is_tensor() || ty == Ty::HostList || ty == Ty::Array => Some(false),
+                ty if ty.is_tensor() || matches!(ty, Ty::HostList | Ty::HostLists | Ty::Array) => {
+                    Some(false)
+                }
                 _ => None,
             },
         }
@@ -246,7 +248,7 @@ pub(super) fn subscript_memory(receiver: Ty, index: &Expr, index_ty: impl Fn(&Ex
 pub(super) fn wrapped_memory(data: &Expr, data_ty: Ty) -> Ty {
     match data_ty {
         ty if ty.is_host_tensor() => ty,
-        Ty::HostList | Ty::Host => Ty::PageableTensor,
+        Ty::HostList | Ty::HostLists | Ty::Host => Ty::PageableTensor,
         Ty::Array if is_fresh_array(data) => Ty::PageableTensor,
         _ => Ty::CpuTensor,
     }

@@ -33,6 +33,9 @@ pub enum Ty {
     /// A Python list of host values (`[0, 2, 5]`, `list(...)`, `sorted(...)`, a `list[int]`
     /// parameter): used as an index into a device tensor, PyTorch uploads it.
     HostList,
+    /// A Python list of host lists (`[[1, 2], [3]]`, a `list[list[int]]` return): each element
+    /// is a [`Ty::HostList`].
+    HostLists,
     /// Certainly not a tensor: numbers, strings, containers, `None`, NumPy values, shapes.
     Host,
     /// A host bool that is true whenever the code runs inside a CUDA graph capture or a
@@ -64,7 +67,10 @@ impl Ty {
     /// Host memory or a host value: reading it never synchronises with the device.
     pub fn is_host(self) -> bool {
         self.is_host_tensor()
-            || matches!(self, Ty::Array | Ty::Host | Ty::HostList | Ty::CaptureFlag)
+            || matches!(
+                self,
+                Ty::Array | Ty::Host | Ty::HostList | Ty::HostLists | Ty::CaptureFlag
+            )
     }
 
     /// What a value is when it may be either: `a if c else b`, the returns of one function.
@@ -73,9 +79,14 @@ impl Ty {
         match (self, other) {
             (a, b) if a == b => a,
             (a, b) if a.is_host_tensor() && b.is_host_tensor() => Ty::CpuTensor,
-            (Ty::Host, Ty::HostList) | (Ty::HostList, Ty::Host) => Ty::Host,
+            (a, b) if a.is_host_value() && b.is_host_value() => Ty::Host,
             _ => Ty::Unknown,
         }
+    }
+
+    /// A host value that is not a tensor or an array: a number, a list, a list of lists.
+    fn is_host_value(self) -> bool {
+        matches!(self, Ty::Host | Ty::HostList | Ty::HostLists)
     }
 
     /// The type of the elements a `for` loop or a comprehension draws from a value of this type.
@@ -86,6 +97,7 @@ impl Ty {
             ty if ty.is_host_tensor() => ty,
             Ty::Array => Ty::Array,
             Ty::HostList => Ty::Host,
+            Ty::HostLists => Ty::HostList,
             // `for layer in self.layers:` over an `nn.ModuleList`.
             Ty::Module => Ty::Module,
             _ => Ty::Unknown,
@@ -194,6 +206,41 @@ impl<'a> SemanticModel<'a> {
             .tensor_params
             .and_then(|params| params.get(qualname))
             .map_or(&[], Vec::as_slice)
+    }
+
+    /// Binds a loop's target to what it draws from `iter`: `for i, x in enumerate(xs)` binds `x`
+    /// to an element of `xs` (and `i` to an integer), `for a, b in zip(xs, ys)` each name to an
+    /// element of its own sequence; any other loop binds its target to an element of `iter`.
+    pub fn bind_loop_target(&mut self, target: &'a Expr, iter: &Expr) {
+        if let (Expr::Tuple(tuple), Expr::Call(call)) = (target, iter) {
+            let args = &call.arguments.args;
+            let plain = !args.iter().any(Expr::is_starred_expr);
+            match &*call.func {
+                Expr::Name(name)
+                    if name.id.as_str() == "enumerate"
+                        && plain
+                        && args.len() == 1
+                        && tuple.elts.len() == 2 =>
+                {
+                    let element = self.ty(&args[0]).element();
+                    self.bind_target(&tuple.elts[0], Ty::Host);
+                    self.bind_target(&tuple.elts[1], element);
+                    return;
+                }
+                Expr::Name(name)
+                    if name.id.as_str() == "zip" && plain && args.len() == tuple.elts.len() =>
+                {
+                    let elements: Vec<Ty> = args.iter().map(|arg| self.ty(arg).element()).collect();
+                    for (elt, element) in tuple.elts.iter().zip(elements) {
+                        self.bind_target(elt, element);
+                    }
+                    return;
+                }
+                _ => {}
+            }
+        }
+        let element = self.ty(iter).element();
+        self.bind_target(target, element);
     }
 
     /// Binds the names of an assignment target to the type of the assigned value.
@@ -352,6 +399,10 @@ impl<'a> SemanticModel<'a> {
             Expr::List(list) => {
                 if !list.elts.is_empty() && list.elts.iter().all(|elt| self.ty(elt) == Ty::Host) {
                     Ty::HostList
+                } else if !list.elts.is_empty()
+                    && list.elts.iter().all(|elt| self.ty(elt) == Ty::HostList)
+                {
+                    Ty::HostLists
                 } else {
                     Ty::Host
                 }
@@ -521,6 +572,7 @@ impl SemanticModel<'_> {
         match element {
             Ty::Tensor => Ty::TensorSeq,
             Ty::Host => Ty::HostList,
+            Ty::HostList => Ty::HostLists,
             _ => Ty::Host,
         }
     }
@@ -552,7 +604,8 @@ fn combine(left: Ty, right: Ty) -> Ty {
         (Ty::CpuTensor, _) | (_, Ty::CpuTensor) => Ty::CpuTensor,
         (Ty::Array, _) | (_, Ty::Array) => Ty::Array,
         (Ty::HostList, Ty::HostList) => Ty::HostList,
-        (Ty::Host | Ty::HostList, Ty::Host | Ty::HostList) => Ty::Host,
+        (Ty::HostLists, Ty::HostLists) => Ty::HostLists,
+        (a, b) if a.is_host_value() && b.is_host_value() => Ty::Host,
         _ => Ty::Unknown,
     }
 }

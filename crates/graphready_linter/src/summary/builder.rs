@@ -62,6 +62,8 @@ pub(crate) struct SummaryBuilder<'a> {
     /// Summaries of the functions being visited, innermost last.
     building: Vec<FunctionSummary>,
     return_types: Vec<Option<Ty>>,
+    /// What each function's return annotation says of its value, innermost last.
+    annotated_returns: Vec<Ty>,
     /// Locals bound to instances of known classes, per function.
     instances: Vec<FxHashMap<&'a str, Vec<Ref>>>,
     /// Locals whose type the index can compute (annotated parameters, assignments from typed
@@ -92,6 +94,7 @@ impl<'a> SummaryBuilder<'a> {
             },
             building: Vec::new(),
             return_types: Vec::new(),
+            annotated_returns: Vec::new(),
             instances: Vec::new(),
             locals: Vec::new(),
             loop_depths: Vec::new(),
@@ -265,6 +268,12 @@ impl<'a> SummaryBuilder<'a> {
             decorators,
         });
         self.return_types.push(None);
+        self.annotated_returns.push(
+            function
+                .returns
+                .as_deref()
+                .map_or(Ty::Unknown, |annotation| model.annotation_ty(annotation)),
+        );
         self.instances.push(FxHashMap::default());
         self.locals.push(locals);
         self.loop_depths.push(0);
@@ -302,7 +311,16 @@ impl<'a> SummaryBuilder<'a> {
         self.instances.pop();
         self.locals.pop();
         self.loop_depths.pop();
-        let returns = self.return_types.pop().flatten().unwrap_or(Ty::Host);
+        let inferred = self.return_types.pop().flatten().unwrap_or(Ty::Host);
+        // An annotation that names a host list (of lists) says more than host values returned
+        // through helpers nothing types (`-> list[list[int]]`).
+        let returns = match (inferred, self.annotated_returns.pop()) {
+            (
+                Ty::Host | Ty::HostList | Ty::Unknown,
+                Some(annotated @ (Ty::HostList | Ty::HostLists)),
+            ) => annotated,
+            _ => inferred,
+        };
         if let Some(mut summary) = self.building.pop() {
             // A helper whose every return is a capture or compile predicate guards like one.
             summary.returns = if model.is_learned_predicate(&summary.qualname) {

@@ -82,7 +82,7 @@ fn host_index_kind(checker: &Checker, index: &Expr, nested: bool) -> Option<&'st
             .find_map(|elt| host_index_kind(checker, elt, true)),
         Expr::Name(_) | Expr::Attribute(_) | Expr::Subscript(_) | Expr::Call(_) => {
             match checker.ty(index) {
-                Ty::HostList => Some("a Python list"),
+                Ty::HostList | Ty::HostLists => Some("a Python list"),
                 ty if ty.is_host_tensor() => Some("a host index tensor"),
                 Ty::Array if !matches!(index, Expr::Subscript(_)) && host_named(index) => {
                     Some("a NumPy array")
