@@ -14,6 +14,7 @@ impl<'a> SemanticModel<'a> {
                 let text = literal.value.to_str();
                 match text {
                     "torch.Tensor" | "Tensor" | "torch.nn.Parameter" | "nn.Parameter" => Ty::Tensor,
+                    legacy if is_legacy_tensor_class(legacy) => Ty::Tensor,
                     _ => Ty::Unknown,
                 }
             }
@@ -53,6 +54,7 @@ impl<'a> SemanticModel<'a> {
                 Some("torch.Tensor" | "torch.nn.Parameter" | "torch.nn.parameter.Parameter") => {
                     Ty::Tensor
                 }
+                Some(legacy) if is_legacy_tensor_class(legacy) => Ty::Tensor,
                 Some("typing.List") => Ty::HostList,
                 Some("torch.cuda.Stream" | "torch.Stream") => Ty::Stream,
                 Some("torch.cuda.Event" | "torch.Event") => Ty::Event,
@@ -123,4 +125,28 @@ impl<'a> SemanticModel<'a> {
             .map(|parameter| parameter.parameter.name.id.as_str());
         self.current().parameters.extend(names);
     }
+}
+
+/// The legacy typed-tensor classes (`torch.FloatTensor`, `torch.LongTensor`, their
+/// `torch.cuda.*` twins): as annotations they mean a tensor of that dtype on any device
+/// (transformers annotates its tensors so).
+fn is_legacy_tensor_class(qualified: &str) -> bool {
+    let name = qualified
+        .strip_prefix("torch.cuda.")
+        .or_else(|| qualified.strip_prefix("torch."));
+    matches!(
+        name,
+        Some(
+            "FloatTensor"
+                | "DoubleTensor"
+                | "HalfTensor"
+                | "BFloat16Tensor"
+                | "ByteTensor"
+                | "CharTensor"
+                | "ShortTensor"
+                | "IntTensor"
+                | "LongTensor"
+                | "BoolTensor"
+        )
+    )
 }
