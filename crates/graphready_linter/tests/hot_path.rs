@@ -131,6 +131,16 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "TritonBackend.forward_decode"
                 ],
             ),
+            // Annotated `torch.LongTensor` and passed a device tensor: a size read on the host.
+            // `media_positions` (line 9) is annotated so too, but its only caller passes a row of
+            // a host list: the call site wins again, and nothing is reported there.
+            finding(
+                "engine/media.py",
+                13,
+                "GR109",
+                "stall",
+                &["Scheduler.run", "Scheduler.media", "token_positions"],
+            ),
             // The decorator's wrapper runs on every call of the rotary forward.
             finding(
                 "engine/rotary.py",
@@ -146,14 +156,14 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // Sampling and the stop check run in the scheduler's loop, every step.
             finding(
                 "engine/runner.py",
-                25,
+                26,
                 "GR101",
                 "stall",
                 &["Scheduler.run", "ModelRunner.sample"],
             ),
             finding(
                 "engine/runner.py",
-                45,
+                46,
                 "GR104",
                 "stall",
                 &["Scheduler.run", "Scheduler.stopped"],
@@ -161,10 +171,17 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // Annotated `bool`, passed a device tensor by the loop: the call site wins.
             finding(
                 "engine/runner.py",
-                51,
+                52,
                 "GR104",
                 "stall",
                 &["Scheduler.run", "Scheduler.has_unfinished"],
+            ),
+            finding(
+                "engine/runner.py",
+                67,
+                "GR102",
+                "stall",
+                &["Scheduler.run", "Scheduler.media"],
             ),
         ]
     );
@@ -181,8 +198,8 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
     assert_eq!(
         cold,
         vec![
-            ("engine/runner.py", 29),
-            ("engine/runner.py", 39),
+            ("engine/runner.py", 30),
+            ("engine/runner.py", 40),
             ("engine/tests/test_runner.py", 8),
             ("engine/tests/test_runner.py", 9),
         ]

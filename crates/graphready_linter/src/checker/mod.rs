@@ -190,13 +190,14 @@ impl<'a> Checker<'a> {
         let saved_state = std::mem::take(&mut self.rule_state);
         self.model.enter_function(deferred.class, self_name);
         self.model.bind_parameters(&function.parameters);
-        // Parameters that receive device tensors at their call sites are tensors here.
-        let tensor_params = self
+        // Parameters whose type the reached call sites decide (device tensors passed to a `bool`
+        // parameter, host lists passed to a tensor one).
+        let param_types = self
             .function
             .as_deref()
-            .map_or(&[][..], |qualname| self.model.tensor_params(qualname));
-        for name in tensor_params {
-            self.model.bind(name, Ty::Tensor);
+            .map_or(&[][..], |qualname| self.model.param_types(qualname));
+        for (name, ty) in param_types {
+            self.model.bind(name, *ty);
         }
         if let Some(self_name) = self_name {
             self.model.bind(self_name, Ty::Unknown);
@@ -250,11 +251,22 @@ impl<'a> Checker<'a> {
         self.visit_expr(&if_stmt.test);
         self.truth_test(&if_stmt.test);
         let body_safe = guards::safe_when(&self.model, self.settings, &if_stmt.test, false);
+        // Each later clause sees the names as they were before the statement, not as an earlier
+        // clause bound them (`if isinstance(x, Tensor): x = x.tolist() else: ... x ...`).
+        let branches = !if_stmt.elif_else_clauses.is_empty();
+        if branches {
+            self.model.begin_clauses();
+            self.model.enter_branch();
+        }
         self.visit_guarded(body_safe, &if_stmt.body);
+        if branches {
+            self.model.leave_branch();
+        }
         // Each later clause runs only when every earlier test was false.
         let mut earlier_false_safe =
             guards::safe_when(&self.model, self.settings, &if_stmt.test, true);
         for clause in &if_stmt.elif_else_clauses {
+            self.model.enter_branch();
             let saved = self.safe_depth;
             self.safe_depth += u32::from(earlier_false_safe);
             match &clause.test {
@@ -269,6 +281,10 @@ impl<'a> Checker<'a> {
                 None => self.visit_block(&clause.body),
             }
             self.safe_depth = saved;
+            self.model.leave_branch();
+        }
+        if branches {
+            self.model.end_clauses();
         }
     }
 }

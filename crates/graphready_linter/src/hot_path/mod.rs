@@ -12,6 +12,7 @@ mod index;
 mod steps;
 mod types;
 
+use crate::semantic::Ty;
 use crate::summary::{CallTarget, EntryReason, Marker, ModuleSummary, Ref};
 use graphready_diagnostics::{ChainLink, Diagnostic, Reach};
 pub use index::{NodeId, ProjectIndex};
@@ -65,7 +66,7 @@ pub struct HotPath<'s> {
     driven_by: FxHashMap<NodeId, NodeId>,
     /// Parameters that receive a device tensor at some reached call site (or from a
     /// `ProbeTarget`'s inputs), by function: an annotation is a claim, a call site is evidence.
-    tensor_params: FxHashMap<NodeId, Vec<String>>,
+    param_types: FxHashMap<NodeId, Vec<(String, Ty)>>,
     /// Configured names that matched no function.
     pub unmatched: Vec<String>,
     /// No entry point of its own: the public functions were taken as entries (a library).
@@ -229,7 +230,7 @@ impl<'s> HotPath<'s> {
         capture_entries.extend(defaults);
         dedup_entries(&mut capture_entries);
         dedup_entries(&mut steps);
-        let tensor_params = args::tensor_params(&index, &captured, &stalled, &drivers);
+        let param_types = args::param_types(&index, &captured, &stalled, &drivers);
         let mut eager: Vec<NodeId> = eager.into_iter().collect();
         eager.sort();
         HotPath {
@@ -239,7 +240,7 @@ impl<'s> HotPath<'s> {
             eager,
             captured,
             stalled,
-            tensor_params,
+            param_types,
             drivers,
             driven_by,
             unmatched,
@@ -297,8 +298,8 @@ impl<'s> HotPath<'s> {
 
     /// The parameters of a module's functions that receive device tensors, by the functions'
     /// qualified names inside the module.
-    pub fn tensor_params_in(&self, module: usize) -> FxHashMap<String, Vec<String>> {
-        self.tensor_params
+    pub fn param_types_in(&self, module: usize) -> FxHashMap<String, Vec<(String, Ty)>> {
+        self.param_types
             .iter()
             .filter(|(node, _)| node.module == module)
             .map(|(node, params)| (self.index.function(*node).qualname.clone(), params.clone()))
@@ -306,8 +307,8 @@ impl<'s> HotPath<'s> {
     }
 
     /// The modules holding a function whose parameters receive device tensors.
-    pub fn modules_with_tensor_params(&self) -> Vec<usize> {
-        let mut modules: Vec<usize> = self.tensor_params.keys().map(|node| node.module).collect();
+    pub fn modules_with_param_types(&self) -> Vec<usize> {
+        let mut modules: Vec<usize> = self.param_types.keys().map(|node| node.module).collect();
         modules.sort_unstable();
         modules.dedup();
         modules

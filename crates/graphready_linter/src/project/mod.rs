@@ -364,7 +364,7 @@ fn phase3(
         Scope::Hot => hot.modules_calling(|callee| external.knows(callee)),
     };
     // Modules whose functions receive device tensors from reached callers.
-    again.extend(hot.modules_with_tensor_params());
+    again.extend(hot.modules_with_param_types());
     again.sort_unstable();
     again.dedup();
     // Files whose findings are not reported only serve the call graph.
@@ -375,10 +375,10 @@ fn phase3(
             let c = outcomes[i].candidate;
             // Under `--scope hot`, only the functions whose findings can be reported.
             let only = (scope == Scope::Hot).then(|| hot.reportable_functions(i));
-            let tensor_params = hot.tensor_params_in(i);
+            let param_types = hot.param_types_in(i);
             let facts = ProjectFacts {
                 returns: Some(&external.returns),
-                tensor_params: Some(&tensor_params),
+                param_types: Some(&param_types),
                 uninitialized_buffers: Some(&external.uninitialized),
             };
             check_file(c, &candidates[c], options, facts, only.as_ref()).map(|outcome| (i, outcome))

@@ -39,6 +39,11 @@ pub struct SemanticModel<'a> {
     scopes: Vec<Scope<'a>>,
     /// Emptied scopes, kept for reuse.
     spare_scopes: Vec<Scope<'a>>,
+    /// The clauses of `if` statements being visited, innermost last: the scope depth where each
+    /// began, and the values its bindings replaced (to undo before the next clause).
+    branches: Vec<(usize, Vec<(&'a str, Option<Binding>)>)>,
+    /// Per `if` statement being visited, what its finished clauses bound, in order.
+    clause_results: Vec<Vec<(&'a str, Binding)>>,
     /// Every name any import bound: a name outside this set never roots a qualified name, which
     /// answers most `qualified_name` questions with one lookup.
     import_names: FxHashSet<&'a str>,
@@ -73,6 +78,8 @@ impl<'a> SemanticModel<'a> {
         SemanticModel {
             scopes: vec![Scope::default()],
             spare_scopes: Vec::new(),
+            branches: Vec::new(),
+            clause_results: Vec::new(),
             import_names: FxHashSet::default(),
             imports_numpy: false,
             qualified_cache: RefCell::new(NodeCache::new()),
@@ -138,13 +145,77 @@ impl<'a> SemanticModel<'a> {
 
     pub fn bind(&mut self, name: &'a str, ty: Ty) {
         self.invalidate();
+        let depth = self.scopes.len();
+        let scope = self
+            .scopes
+            .last_mut()
+            .expect("the module scope is never popped");
+        let replaced = scope.bindings.insert(name, Binding::Value(ty));
+        if let Some((branch_depth, undo)) = self.branches.last_mut() {
+            if *branch_depth == depth {
+                undo.push((name, replaced));
+            }
+        }
         let scope = self.current();
-        scope.bindings.insert(name, Binding::Value(ty));
         if !scope.bool_tensors.is_empty() {
             scope.bool_tensors.remove(name);
         }
         if !scope.parameters.is_empty() {
             scope.parameters.remove(name);
+        }
+    }
+
+    /// Starts an `if` statement with several clauses (see [`Self::enter_branch`]).
+    pub fn begin_clauses(&mut self) {
+        self.clause_results.push(Vec::new());
+    }
+
+    /// Ends the statement: what the clauses bound holds after it, the later clause's value
+    /// winning (as when the clauses are read in order).
+    pub fn end_clauses(&mut self) {
+        for (name, binding) in self.clause_results.pop().unwrap_or_default() {
+            match binding {
+                Binding::Value(ty) => self.bind(name, ty),
+                import @ Binding::Import(_) => {
+                    self.invalidate();
+                    self.current().bindings.insert(name, import);
+                }
+            }
+        }
+    }
+
+    /// Starts one clause of an `if` statement: what it binds is undone before the next clause,
+    /// which runs only when this one does not.
+    pub fn enter_branch(&mut self) {
+        self.branches.push((self.scopes.len(), Vec::new()));
+    }
+
+    /// Ends a clause: undoes its bindings and keeps their final values for
+    /// [`Self::end_clauses`].
+    pub fn leave_branch(&mut self) {
+        let Some((depth, undo)) = self.branches.pop() else {
+            return;
+        };
+        self.invalidate();
+        let mut made: Vec<(&'a str, Binding)> = Vec::new();
+        let Some(scope) = self.scopes.get_mut(depth.wrapping_sub(1)) else {
+            return;
+        };
+        // Newest first: the first value undone for a name is its final one.
+        for (name, replaced) in undo.into_iter().rev() {
+            let now = match replaced {
+                Some(binding) => scope.bindings.insert(name, binding),
+                None => scope.bindings.remove(name),
+            };
+            if let Some(now) = now {
+                if !made.iter().any(|(n, _)| *n == name) {
+                    made.push((name, now));
+                }
+            }
+        }
+        made.reverse();
+        if let Some(results) = self.clause_results.last_mut() {
+            results.extend(made);
         }
     }
 

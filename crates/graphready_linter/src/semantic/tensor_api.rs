@@ -460,6 +460,8 @@ pub enum Returns {
     Tensor,
     TensorSeq,
     Host,
+    /// A Python list of host values (`tolist()`).
+    HostList,
     /// NumPy arrays and scalars.
     Array,
     Module,
@@ -474,11 +476,10 @@ pub fn tensor_method_result(
     arg_count: usize,
 ) -> Option<Returns> {
     match method {
-        "item" | "tolist" | "size" | "dim" | "numel" | "stride" | "data_ptr" | "element_size"
-        | "nelement" | "ndimension" | "get_device" | "numpy" | "equal" | "allclose"
-        | "storage_offset" | "untyped_storage" | "storage" | "__len__" => {
-            return Some(Returns::Host)
-        }
+        "tolist" => return Some(Returns::HostList),
+        "item" | "size" | "dim" | "numel" | "stride" | "data_ptr" | "element_size" | "nelement"
+        | "ndimension" | "get_device" | "numpy" | "equal" | "allclose" | "storage_offset"
+        | "untyped_storage" | "storage" | "__len__" => return Some(Returns::Host),
         "type" if arg_count == 0 => return Some(Returns::Host),
         _ => {}
     }

@@ -111,6 +111,7 @@ impl From<Returns> for Ty {
             Returns::Tensor => Ty::Tensor,
             Returns::TensorSeq => Ty::TensorSeq,
             Returns::Host => Ty::Host,
+            Returns::HostList => Ty::HostList,
             Returns::Array => Ty::Array,
             Returns::Module => Ty::Module,
             Returns::Stream => Ty::Stream,
@@ -127,7 +128,7 @@ impl From<Returns> for Ty {
 pub struct ProjectFacts<'a> {
     pub returns: Option<&'a FxHashMap<String, Ty>>,
     /// Function qualified name inside the module → parameters that receive device tensors.
-    pub tensor_params: Option<&'a FxHashMap<String, Vec<String>>>,
+    pub param_types: Option<&'a FxHashMap<String, Vec<(String, Ty)>>>,
     /// Other modules' functions whose every return is a buffer from `torch.empty` and friends
     /// that nothing wrote (GR404 follows it through the caller), by qualified name.
     pub uninitialized_buffers: Option<&'a rustc_hash::FxHashSet<String>>,
@@ -199,11 +200,11 @@ impl<'a> SemanticModel<'a> {
         self.types.learned_returns.insert(qualname.to_string(), ty);
     }
 
-    /// Parameters of a function of this module that receive device tensors at its call sites.
-    pub fn tensor_params(&self, qualname: &str) -> &'a [String] {
+    /// Parameters of a function of this module whose type its reached call sites decide.
+    pub fn param_types(&self, qualname: &str) -> &'a [(String, Ty)] {
         self.types
             .facts
-            .tensor_params
+            .param_types
             .and_then(|params| params.get(qualname))
             .map_or(&[], Vec::as_slice)
     }
@@ -515,6 +516,10 @@ impl<'a> SemanticModel<'a> {
                         let qualname = format!("{class}.{method}");
                         return self.local_return(&qualname).unwrap_or_default();
                     }
+                }
+                // Whatever has it (a tensor, a NumPy array), `tolist()` makes a Python list.
+                if method == "tolist" && call.arguments.is_empty() {
+                    return Ty::HostList;
                 }
                 let receiver = self.ty(&attribute.value);
                 if let Some(ty) = self.transfer_ty(call, method, receiver, &attribute.value) {

@@ -59,6 +59,13 @@ pub struct CallSite {
     pub in_loop: bool,
     /// The arguments known to be device tensors at this call.
     pub tensor_args: Vec<ArgKey>,
+    /// The arguments known to be host values that are not tensors (numbers, lists, arrays),
+    /// with their types.
+    pub host_args: Vec<(ArgKey, crate::semantic::Ty)>,
+    /// The other arguments, whose type is not known.
+    pub unknown_args: Vec<ArgKey>,
+    /// A `*args` or `**kwargs` splat: which parameter receives what is not known.
+    pub opaque: bool,
 }
 
 /// An argument of a call: by position, or by keyword.

@@ -153,13 +153,16 @@ impl SummaryBuilder<'_> {
         }
         let capturing = self.capture_depth > 0;
         let in_loop = self.loop_depths.last().is_some_and(|depth| *depth > 0);
-        let tensor_args = tensor_args(model, call);
+        let args = ArgTypes::of(model, call);
         if let Some(function) = self.building.last_mut() {
             for target in targets {
                 let site = CallSite {
                     target,
                     in_loop,
-                    tensor_args: tensor_args.clone(),
+                    tensor_args: args.tensor.clone(),
+                    host_args: args.host.clone(),
+                    unknown_args: args.unknown.clone(),
+                    opaque: args.opaque,
                 };
                 if capturing {
                     function.captured_calls.push(site);
@@ -240,24 +243,43 @@ fn runs_model(call: &ast::ExprCall, in_method: bool) -> bool {
 }
 
 /// The arguments of a call that are device tensors.
-fn tensor_args(model: &SemanticModel, call: &ast::ExprCall) -> Vec<ArgKey> {
-    let mut keys = Vec::new();
-    for (i, argument) in call.arguments.args.iter().enumerate() {
-        if matches!(argument, Expr::Starred(_)) {
-            break;
+/// A call's arguments by what the caller knows of them.
+struct ArgTypes {
+    tensor: Vec<ArgKey>,
+    host: Vec<(ArgKey, Ty)>,
+    unknown: Vec<ArgKey>,
+    opaque: bool,
+}
+
+impl ArgTypes {
+    fn of(model: &SemanticModel, call: &ast::ExprCall) -> Self {
+        let mut args = ArgTypes {
+            tensor: Vec::new(),
+            host: Vec::new(),
+            unknown: Vec::new(),
+            opaque: false,
+        };
+        let mut record = |key: ArgKey, value: &Expr| match model.ty(value) {
+            Ty::Tensor => args.tensor.push(key),
+            ty if ty.is_host() && !ty.is_tensor() => args.host.push((key, ty)),
+            _ => args.unknown.push(key),
+        };
+        for (i, argument) in call.arguments.args.iter().enumerate() {
+            // Positions after a `*args` splat are not known.
+            if matches!(argument, Expr::Starred(_)) {
+                args.opaque = true;
+                break;
+            }
+            record(ArgKey::Position(i), argument);
         }
-        if model.ty(argument) == Ty::Tensor {
-            keys.push(ArgKey::Position(i));
-        }
-    }
-    for keyword in &call.arguments.keywords {
-        if let Some(name) = &keyword.arg {
-            if model.ty(&keyword.value) == Ty::Tensor {
-                keys.push(ArgKey::Keyword(name.to_string()));
+        for keyword in &call.arguments.keywords {
+            match &keyword.arg {
+                Some(name) => record(ArgKey::Keyword(name.to_string()), &keyword.value),
+                None => args.opaque = true,
             }
         }
+        args
     }
-    keys
 }
 
 /// The names an expression reads, outside nested scopes (a few levels deep).

@@ -5,6 +5,7 @@ import torch
 
 from engine.attention.base import AttentionBackend
 from engine.batch import ForwardBatch
+from engine.media import media_positions, token_positions
 from engine.model import Model
 
 
@@ -60,3 +61,9 @@ class Scheduler:
                 break
             if not self.has_unfinished(logits.max() == self.eos):
                 break
+            self.media(x, logits)
+
+    def media(self, grid: torch.Tensor, lengths: torch.Tensor):
+        for size in grid.tolist():
+            media_positions(size, 2)
+        token_positions(lengths)
