@@ -34,6 +34,9 @@ pub struct ClassInfo<'a> {
     pub attributes: FxHashMap<&'a str, Ty>,
 }
 
+/// The values bindings replaced, in order: undone to leave a clause of an `if` statement.
+type UndoLog<'a> = Vec<(&'a str, Option<Binding>)>;
+
 /// The semantic model, updated as the checker walks the module in source order.
 pub struct SemanticModel<'a> {
     scopes: Vec<Scope<'a>>,
@@ -41,7 +44,7 @@ pub struct SemanticModel<'a> {
     spare_scopes: Vec<Scope<'a>>,
     /// The clauses of `if` statements being visited, innermost last: the scope depth where each
     /// began, and the values its bindings replaced (to undo before the next clause).
-    branches: Vec<(usize, Vec<(&'a str, Option<Binding>)>)>,
+    branches: Vec<(usize, UndoLog<'a>)>,
     /// Per `if` statement being visited, what its finished clauses bound, in order.
     clause_results: Vec<Vec<(&'a str, Binding)>>,
     /// Every name any import bound: a name outside this set never roots a qualified name, which
