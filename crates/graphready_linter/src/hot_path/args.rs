@@ -80,7 +80,7 @@ fn param_of<'f>(function: &'f FunctionSummary, bound: bool, arg: &ArgKey) -> Opt
     let offset = usize::from(bound && takes_self);
     match arg {
         ArgKey::Position(i) => params.get(i + offset),
-        ArgKey::Keyword(name) => params.iter().find(|p| p.name == *name),
+        ArgKey::Keyword(name) => params.iter().find(|p| *p.name == **name),
     }
 }
 
@@ -125,13 +125,14 @@ fn record_host<'f>(
         }
         return;
     }
-    let not_host = site.tensor_args.iter().chain(&site.unknown_args);
+    let unknown = site.other_args.iter().filter(|(_, ty)| *ty == Ty::Unknown);
+    let not_host = site.tensor_args.iter().chain(unknown.map(|(arg, _)| arg));
     for arg in not_host {
         if let Some(param) = param_of(function, bound, arg).filter(|p| p.tensor) {
             host.insert((callee, param.name.as_str()), None);
         }
     }
-    for (arg, ty) in &site.host_args {
+    for (arg, ty) in site.other_args.iter().filter(|(_, ty)| *ty != Ty::Unknown) {
         if let Some(param) = param_of(function, bound, arg).filter(|p| p.tensor) {
             host.entry((callee, param.name.as_str()))
                 .and_modify(|passed| *passed = passed.map(|before| before.join(*ty)))

@@ -59,11 +59,9 @@ pub struct CallSite {
     pub in_loop: bool,
     /// The arguments known to be device tensors at this call.
     pub tensor_args: Vec<ArgKey>,
-    /// The arguments known to be host values that are not tensors (numbers, lists, arrays),
-    /// with their types.
-    pub host_args: Vec<(ArgKey, crate::semantic::Ty)>,
-    /// The other arguments, whose type is not known.
-    pub unknown_args: Vec<ArgKey>,
+    /// The other arguments with their types: host values that are not tensors (numbers,
+    /// lists, arrays), and [`Ty::Unknown`](crate::semantic::Ty::Unknown) for the rest.
+    pub other_args: Box<[(ArgKey, crate::semantic::Ty)]>,
     /// A `*args` or `**kwargs` splat: which parameter receives what is not known.
     pub opaque: bool,
 }
@@ -72,7 +70,7 @@ pub struct CallSite {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ArgKey {
     Position(usize),
-    Keyword(String),
+    Keyword(Box<str>),
 }
 
 /// Why a function is an entry point or an eager break, as found in source.

@@ -160,8 +160,7 @@ impl SummaryBuilder<'_> {
                     target,
                     in_loop,
                     tensor_args: args.tensor.clone(),
-                    host_args: args.host.clone(),
-                    unknown_args: args.unknown.clone(),
+                    other_args: args.other.clone().into_boxed_slice(),
                     opaque: args.opaque,
                 };
                 if capturing {
@@ -242,12 +241,11 @@ fn runs_model(call: &ast::ExprCall, in_method: bool) -> bool {
     }
 }
 
-/// The arguments of a call that are device tensors.
 /// A call's arguments by what the caller knows of them.
 struct ArgTypes {
     tensor: Vec<ArgKey>,
-    host: Vec<(ArgKey, Ty)>,
-    unknown: Vec<ArgKey>,
+    /// Host values that are not tensors, with their types; [`Ty::Unknown`] for the rest.
+    other: Vec<(ArgKey, Ty)>,
     opaque: bool,
 }
 
@@ -255,14 +253,13 @@ impl ArgTypes {
     fn of(model: &SemanticModel, call: &ast::ExprCall) -> Self {
         let mut args = ArgTypes {
             tensor: Vec::new(),
-            host: Vec::new(),
-            unknown: Vec::new(),
+            other: Vec::new(),
             opaque: false,
         };
         let mut record = |key: ArgKey, value: &Expr| match model.ty(value) {
             Ty::Tensor => args.tensor.push(key),
-            ty if ty.is_host() && !ty.is_tensor() => args.host.push((key, ty)),
-            _ => args.unknown.push(key),
+            ty if ty.is_host() && !ty.is_tensor() => args.other.push((key, ty)),
+            _ => args.other.push((key, Ty::Unknown)),
         };
         for (i, argument) in call.arguments.args.iter().enumerate() {
             // Positions after a `*args` splat are not known.
@@ -274,7 +271,7 @@ impl ArgTypes {
         }
         for keyword in &call.arguments.keywords {
             match &keyword.arg {
-                Some(name) => record(ArgKey::Keyword(name.to_string()), &keyword.value),
+                Some(name) => record(ArgKey::Keyword(name.as_str().into()), &keyword.value),
                 None => args.opaque = true,
             }
         }
