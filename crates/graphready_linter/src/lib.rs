@@ -18,7 +18,7 @@ mod util;
 mod violation;
 
 pub use graphready_diagnostics::{Diagnostic, Location, Reach, Severity, Span};
-pub use hot_path::HotPathSettings;
+pub use hot_path::{runs_once, HotPathSettings};
 pub use registry::{Rule, RuleSet};
 pub use settings::Settings;
 

@@ -61,7 +61,8 @@ pub fn run(args: &ProbeArgs) -> Result<ExitCode> {
     let (findings, correlation) = if args.check.is_empty() {
         (Vec::new(), None)
     } else {
-        let findings = static_findings(&check_inputs(&args.check)?)?;
+        let mut findings = static_findings(&check_inputs(&args.check)?)?;
+        findings.retain(|finding| !in_factory_set_up(finding, &args.target));
         let correlation = correlate(&runtime, &findings);
         (findings, Some(correlation))
     };
@@ -103,6 +104,39 @@ fn static_findings(paths: &[PathBuf]) -> Result<Vec<graphready_diagnostics::Diag
         false,
     )?;
     Ok(run.diagnostics())
+}
+
+/// Whether a finding lies in set-up that the step does not reach: the probe target's factory
+/// itself, which runs once to build the target (loading weights, `.cuda()` copies of host data),
+/// and constructors and other set-up by name (`__init__` and what it nests, `load_weights`).
+fn in_factory_set_up(finding: &graphready_diagnostics::Diagnostic, target: &str) -> bool {
+    if finding.reach != graphready_diagnostics::Reach::Unknown {
+        return false;
+    }
+    let Some(function) = finding.function.as_deref() else {
+        return false;
+    };
+    if graphready_linter::runs_once(function) {
+        return true;
+    }
+    let Some((location, factory)) = target.rsplit_once(':') else {
+        return false;
+    };
+    if function != factory {
+        return false;
+    }
+    let finding_path = Path::new(&finding.path);
+    if Path::new(location)
+        .extension()
+        .is_some_and(|ext| ext == "py")
+    {
+        let canonical = |path: &Path| std::fs::canonicalize(path).ok();
+        canonical(finding_path).is_some_and(|found| Some(found) == canonical(Path::new(location)))
+    } else {
+        // `package.module:factory`: the module's file, wherever the package lies.
+        let module_file = PathBuf::from(format!("{}.py", location.replace('.', "/")));
+        finding_path.ends_with(&module_file)
+    }
 }
 
 /// One overwritten line on a terminal: bucket, phase, elapsed time. Silent otherwise.
@@ -332,6 +366,56 @@ mod tests {
             .collect();
         // Line 5 (in `helper`, reached from the step); not line 9 (in the factory).
         assert_eq!(found, vec![("GR501".to_string(), 5)]);
+    }
+
+    /// A factory's own host copies and a constructor's run once, when the factory builds the
+    /// target: the probe's verdict does not count them (the step, what it calls, and other
+    /// helpers still count).
+    #[test]
+    fn the_factory_itself_is_set_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("model.py");
+        std::fs::write(
+            &file,
+            "import torch\nfrom graphready import ProbeTarget\n\n\
+             def other():\n    return (torch.randn(4) * 2).cuda()\n\n\
+             class Weights:\n    def __init__(self):\n        def param():\n            return (torch.randn(4) * 2).cuda()\n\n\
+             \x20       self.w = param()\n\n\
+             def factory(bucket):\n    w = (torch.randn(4) * 2).cuda()\n\n\
+             \x20   def step(x):\n        return (x * w).tolist()\n\n\
+             \x20   return ProbeTarget(step=step, inputs=[w])\n",
+        )
+        .unwrap();
+        let findings = static_findings(std::slice::from_ref(&file)).unwrap();
+        let lines = |target: &str| -> Vec<(String, u32)> {
+            findings
+                .iter()
+                .filter(|d| !in_factory_set_up(d, target))
+                .map(|d| (d.code.clone(), d.span.start.line))
+                .collect()
+        };
+        let mut all: Vec<(String, u32)> = findings
+            .iter()
+            .map(|d| (d.code.clone(), d.span.start.line))
+            .collect();
+        all.sort_by_key(|f| f.1);
+        assert_eq!(
+            all,
+            vec![
+                ("GR301".to_string(), 5),
+                ("GR301".to_string(), 10),
+                ("GR301".to_string(), 15),
+                ("GR102".to_string(), 18),
+            ]
+        );
+        // The constructor is set-up whatever the target.
+        let mut found = lines("unrelated.py:factory");
+        found.sort_by_key(|f| f.1);
+        assert_eq!(found, vec![all[0].clone(), all[2].clone(), all[3].clone()]);
+        let target = format!("{}:factory", file.display());
+        let mut found = lines(&target);
+        found.sort_by_key(|f| f.1);
+        assert_eq!(found, vec![all[0].clone(), all[3].clone()]);
     }
 
     #[test]

@@ -10,6 +10,13 @@
 mod args;
 mod index;
 mod steps;
+
+/// Whether a function, by its qualified name inside its module, is set-up that runs once rather
+/// than every step: constructors and what they nest, loading, warm-up, capture, profiling
+/// (`__init__`, `Runner.load_weights`, `_dummy_run`, `capture_model`).
+pub fn runs_once(qualname: &str) -> bool {
+    steps::is_set_up(qualname)
+}
 mod types;
 
 use crate::semantic::Ty;
