@@ -62,7 +62,7 @@ pub fn run(args: &ProbeArgs) -> Result<ExitCode> {
         (Vec::new(), None)
     } else {
         let mut findings = static_findings(&check_inputs(&args.check)?)?;
-        findings.retain(|finding| !in_factory_set_up(finding, &args.target));
+        findings.retain(|finding| !unreached_set_up(finding, &args.target));
         let correlation = correlate(&runtime, &findings);
         (findings, Some(correlation))
     };
@@ -109,7 +109,7 @@ fn static_findings(paths: &[PathBuf]) -> Result<Vec<graphready_diagnostics::Diag
 /// Whether a finding lies in set-up that the step does not reach: the probe target's factory
 /// itself, which runs once to build the target (loading weights, `.cuda()` copies of host data),
 /// and constructors and other set-up by name (`__init__` and what it nests, `load_weights`).
-fn in_factory_set_up(finding: &graphready_diagnostics::Diagnostic, target: &str) -> bool {
+fn unreached_set_up(finding: &graphready_diagnostics::Diagnostic, target: &str) -> bool {
     if finding.reach != graphready_diagnostics::Reach::Unknown {
         return false;
     }
@@ -390,7 +390,7 @@ mod tests {
         let lines = |target: &str| -> Vec<(String, u32)> {
             findings
                 .iter()
-                .filter(|d| !in_factory_set_up(d, target))
+                .filter(|d| !unreached_set_up(d, target))
                 .map(|d| (d.code.clone(), d.span.start.line))
                 .collect()
         };
