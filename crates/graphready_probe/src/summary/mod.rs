@@ -213,6 +213,19 @@ fn render_phase(
     }
 }
 
+/// Stack frames, innermost first, one per line under a `stack:` lead, each with its scope.
+fn write_stack<'f>(out: &mut String, frames: impl IntoIterator<Item = &'f Frame>, base: &Path) {
+    for (index, frame) in frames.into_iter().enumerate() {
+        let lead = if index == 0 { "stack:" } else { "" };
+        let scope = frame.scope.as_deref().unwrap_or("");
+        let _ = writeln!(
+            out,
+            "        {lead:<6} {} [{scope}]",
+            frame_text(frame, base)
+        );
+    }
+}
+
 fn frame_text(frame: &Frame, base: &Path) -> String {
     format!(
         "{}:{} in {}",
@@ -242,17 +255,7 @@ fn render_frames(out: &mut String, event: &RuntimeEvent, base: &Path, frames: Fr
                 frame_text(innermost, base)
             );
         }
-        FrameDisplay::All => {
-            for (index, frame) in event.stack.iter().enumerate() {
-                let lead = if index == 0 { "stack:" } else { "" };
-                let scope = frame.scope.as_deref().unwrap_or("");
-                let _ = writeln!(
-                    out,
-                    "        {lead:<6} {} [{scope}]",
-                    frame_text(frame, base)
-                );
-            }
-        }
+        FrameDisplay::All => write_stack(out, &event.stack, base),
     }
 }
 

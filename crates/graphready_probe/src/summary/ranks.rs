@@ -1,6 +1,6 @@
 //! The text of a group of ranks: why it was stopped, and where each rank was.
 
-use super::{frame_text, FrameDisplay};
+use super::{frame_text, write_stack, FrameDisplay};
 use crate::ranks::{GroupStop, RankReport};
 use crate::report::{Frame, Outcome};
 use std::fmt::Write as _;
@@ -71,15 +71,7 @@ pub(super) fn render_group_stop(
             FrameDisplay::All => hang.stack.iter().collect(),
             FrameDisplay::User => hang.stack.iter().take(3).collect(),
         };
-        for (index, frame) in shown.iter().enumerate() {
-            let lead = if index == 0 { "stack:" } else { "" };
-            let scope = frame.scope.as_deref().unwrap_or("");
-            let _ = writeln!(
-                out,
-                "        {lead:<6} {} [{scope}]",
-                frame_text(frame, base)
-            );
-        }
+        write_stack(out, shown.iter().copied(), base);
         if hang.stack.len() > shown.len() {
             let _ = writeln!(
                 out,
