@@ -328,6 +328,15 @@ impl<'a> SemanticModel<'a> {
                 {
                     return Ty::CaptureFlag;
                 }
+                // `[0] * n` repeats the list, whatever `n` is (a device count syncs, GR109).
+                if matches!(binop.op, ast::Operator::Mult) {
+                    if is_sequence(&binop.left, left) {
+                        return left;
+                    }
+                    if is_sequence(&binop.right, right) {
+                        return right;
+                    }
+                }
                 combine(left, right)
             }
             Expr::BoolOp(bool_op) => self.bool_op_ty(bool_op),
@@ -397,6 +406,9 @@ impl<'a> SemanticModel<'a> {
             | Expr::Lambda(_)
             | Expr::Generator(_) => Ty::Host,
             // An empty list may be filled with anything.
+            // A list of slices (`[slice(None)] * ndim`) indexes like a tuple, and one of `None`
+            // placeholders is filled later with anything: no index data.
+            Expr::List(list) if list.elts.iter().any(is_placeholder) => Ty::Host,
             Expr::List(list) => {
                 if !list.elts.is_empty() && list.elts.iter().all(|elt| self.ty(elt) == Ty::Host) {
                     Ty::HostList
@@ -594,6 +606,19 @@ fn on_host_device(call: &ast::ExprCall) -> bool {
             .iter()
             .any(|keyword| keyword.arg.is_none()),
     }
+}
+
+fn is_placeholder(expr: &Expr) -> bool {
+    matches!(expr, Expr::NoneLiteral(_))
+        || matches!(expr, Expr::Call(call) if matches!(&*call.func, Expr::Name(name) if name.id.as_str() == "slice"))
+}
+
+/// Whether an operand of `*` is a Python sequence, which `*` repeats.
+pub fn is_sequence(expr: &Expr, ty: Ty) -> bool {
+    matches!(
+        expr,
+        Expr::List(_) | Expr::ListComp(_) | Expr::Tuple(_) | Expr::StringLiteral(_)
+    ) || matches!(ty, Ty::HostList | Ty::HostLists)
 }
 
 /// The type of a binary operation's result.

@@ -1,6 +1,7 @@
 use crate::checker::Checker;
 use crate::declare_violation;
 use crate::rules::{builtin_call, method_call};
+use crate::semantic::is_sequence;
 use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
@@ -8,8 +9,8 @@ use ruff_text_size::Ranged;
 declare_violation! {
     /// ## What it does
     /// Checks for a device tensor used where Python needs an integer: slice bounds (`x[:n]`),
-    /// `range(n)`, and the sizes given to allocations and shape methods (`torch.empty(n)`,
-    /// `x.view(n, -1)`, `x.new_zeros(n)`).
+    /// `range(n)`, the sizes given to allocations and shape methods (`torch.empty(n)`,
+    /// `x.view(n, -1)`, `x.new_zeros(n)`), and the count that repeats a list (`[w] * n`).
     ///
     /// ## Why is this bad?
     /// Python calls `n.__index__()`, which reads the value on the host: a device→host
@@ -59,8 +60,10 @@ impl Check for DeviceScalarAsSize {
     }
 
     fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
-        if let Expr::Subscript(subscript) = expr {
-            slice_bounds(checker, subscript);
+        match expr {
+            Expr::Subscript(subscript) => slice_bounds(checker, subscript),
+            Expr::BinOp(binop) => repetition_count(checker, binop),
+            _ => {}
         }
     }
 }
@@ -92,6 +95,29 @@ fn slice_bounds(checker: &mut Checker, subscript: &ast::ExprSubscript) {
                 context: "a slice bound",
             },
             range,
+        );
+    }
+}
+
+/// `[w] * n` with a tensor `n`: Python repeats the list `n.__index__()` times.
+fn repetition_count(checker: &mut Checker, binop: &ast::ExprBinOp) {
+    if !matches!(binop.op, ast::Operator::Mult) {
+        return;
+    }
+    let (left, right) = (&*binop.left, &*binop.right);
+    let count = if is_sequence(left, checker.ty(left)) {
+        right
+    } else if is_sequence(right, checker.ty(right)) {
+        left
+    } else {
+        return;
+    };
+    if checker.is_tensor(count) {
+        checker.report(
+            DeviceScalarAsSize {
+                context: "a list repetition count",
+            },
+            count.range(),
         );
     }
 }
