@@ -457,6 +457,13 @@ impl<'a> SemanticModel<'a> {
     }
 
     fn call_ty(&self, call: &ast::ExprCall) -> Ty {
+        match self.known_call_ty(call) {
+            Ty::Unknown => built_on_host(call).unwrap_or_default(),
+            ty => ty,
+        }
+    }
+
+    fn known_call_ty(&self, call: &ast::ExprCall) -> Ty {
         if self.is_predicate_call(call) {
             return Ty::CaptureFlag;
         }
@@ -593,6 +600,34 @@ impl SemanticModel<'_> {
             _ => Ty::Host,
         }
     }
+}
+
+/// What an unknown function or method told to build its result on the CPU returns
+/// (`grammar.allocate_vocab_mask(n, device="cpu")`): a host tensor, pinned when it was asked to
+/// be. Constructors (capitalised names) build objects, and loaders (`load_file(path,
+/// device="cpu")`) state dicts, not tensors.
+fn built_on_host(call: &ast::ExprCall) -> Option<Ty> {
+    let name = match &*call.func {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+        _ => return None,
+    };
+    if name.starts_with(|c: char| c.is_ascii_uppercase())
+        || name.starts_with("load")
+        || matches!(name, "to" | "cpu")
+    {
+        return None;
+    }
+    if !keyword(call, "device").is_some_and(is_cpu_device) {
+        return None;
+    }
+    let pinned = keyword(call, "pin_memory")
+        .is_some_and(|pin| matches!(pin, Expr::BooleanLiteral(b) if b.value));
+    Some(if pinned {
+        Ty::PinnedTensor
+    } else {
+        Ty::PageableTensor
+    })
 }
 
 /// Whether a call's device is the host: `device="cpu"` or none at all (a `**kwargs` splat may
