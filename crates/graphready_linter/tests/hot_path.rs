@@ -141,6 +141,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["Scheduler.run", "Scheduler.media", "token_positions"],
             ),
+            // A host list behind a property of an attribute's class: the property is read, not
+            // called, so the default scope's second pass skips its body and keeps its return.
+            finding(
+                "engine/model.py",
+                24,
+                "GR302",
+                "capture",
+                &["Model.forward"],
+            ),
             // The decorator's wrapper runs on every call of the rotary forward.
             finding(
                 "engine/rotary.py",

@@ -154,6 +154,8 @@ impl<'a> Checker<'a> {
                 .is_none_or(|only| only.contains(&deferred.qualname))
             {
                 self.visit_function_body(deferred);
+            } else {
+                self.model.learn_skipped_return(&deferred.qualname);
             }
         }
         let (summary, lines) = self.summary.finish(module, &self.model);

@@ -376,10 +376,24 @@ fn phase3(
             // Under `--scope hot`, only the functions whose findings can be reported.
             let only = (scope == Scope::Hot).then(|| hot.reportable_functions(i));
             let param_types = hot.param_types_in(i);
+            // Returns of the functions `only` skips, as phase 1 found them.
+            let own_returns: rustc_hash::FxHashMap<String, crate::semantic::Ty> = only
+                .as_ref()
+                .map(|only| {
+                    summaries[i]
+                        .functions
+                        .iter()
+                        .filter(|f| f.returns != crate::semantic::Ty::Unknown)
+                        .filter(|f| !only.contains(&f.qualname))
+                        .map(|f| (f.qualname.clone(), f.returns))
+                        .collect()
+                })
+                .unwrap_or_default();
             let facts = ProjectFacts {
                 returns: Some(&external.returns),
                 param_types: Some(&param_types),
                 uninitialized_buffers: Some(&external.uninitialized),
+                own_returns: Some(&own_returns),
             };
             check_file(c, &candidates[c], options, facts, only.as_ref()).map(|outcome| (i, outcome))
         })

@@ -35,6 +35,13 @@ impl<'a> SemanticModel<'a> {
                     }
                 }
                 Stmt::FunctionDef(method) => {
+                    if method
+                        .decorator_list
+                        .iter()
+                        .any(|d| is_property(&d.expression))
+                    {
+                        info.properties.push(method.name.id.as_str());
+                    }
                     let Some(self_param) = method.parameters.iter_non_variadic_params().next()
                     else {
                         continue;
@@ -46,6 +53,16 @@ impl<'a> SemanticModel<'a> {
                     let mut assignments = Vec::new();
                     collect_self_assignments(&method.body, self_name, &mut assignments);
                     for (name, value) in assignments {
+                        if let Some(held) = value.and_then(constructed_class) {
+                            info.instances
+                                .entry(name)
+                                .and_modify(|existing| {
+                                    if *existing != held {
+                                        *existing = "";
+                                    }
+                                })
+                                .or_insert(held);
+                        }
                         let ty = match value {
                             Some(value) => self.ty(value),
                             None => Ty::Tensor,
@@ -58,6 +75,29 @@ impl<'a> SemanticModel<'a> {
             }
         }
         info
+    }
+}
+
+/// `@property`, `@cached_property`, `@functools.cached_property`.
+fn is_property(decorator: &Expr) -> bool {
+    let name = match decorator {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+        _ => return false,
+    };
+    matches!(name, "property" | "cached_property")
+}
+
+/// The class a constructor call names, as written: `VocabMapping(...)`, capitalised.
+fn constructed_class(value: &Expr) -> Option<&str> {
+    let Expr::Call(call) = value else {
+        return None;
+    };
+    match &*call.func {
+        Expr::Name(name) if name.id.starts_with(|c: char| c.is_ascii_uppercase()) => {
+            Some(name.id.as_str())
+        }
+        _ => None,
     }
 }
 

@@ -32,6 +32,11 @@ pub(super) struct Scope<'a> {
 pub struct ClassInfo<'a> {
     pub bases: Vec<&'a Expr>,
     pub attributes: FxHashMap<&'a str, Ty>,
+    /// Attributes holding an instance of a class, by the class's name as the constructor call
+    /// spells it (`self.mapping = VocabMapping(...)`); `""` where assignments disagree.
+    pub instances: FxHashMap<&'a str, &'a str>,
+    /// Methods read as attributes (`@property`, `@cached_property`).
+    pub properties: Vec<&'a str>,
 }
 
 /// The values bindings replaced, in order: undone to leave a clause of an `if` statement.
@@ -389,6 +394,9 @@ impl<'a> SemanticModel<'a> {
         if let Some(ty) = info.attributes.get(attribute) {
             return Some(*ty);
         }
+        if info.properties.contains(&attribute) {
+            return self.local_return(&format!("{class}.{attribute}"));
+        }
         if depth == 0 {
             return None;
         }
@@ -396,6 +404,38 @@ impl<'a> SemanticModel<'a> {
             Expr::Name(name) => self.class_attribute(name.id.as_str(), attribute, depth - 1),
             _ => None,
         })
+    }
+
+    /// The class defined in this module that an attribute of a class holds an instance of
+    /// (its own or a base's).
+    fn class_instance(&self, class: &str, attribute: &str, depth: u8) -> Option<&'a str> {
+        let info = self.classes.get(class)?;
+        if let Some(held) = info.instances.get(attribute) {
+            return self.classes.contains_key(held).then_some(*held);
+        }
+        if depth == 0 {
+            return None;
+        }
+        info.bases.iter().find_map(|base| match base {
+            Expr::Name(name) => self.class_instance(name.id.as_str(), attribute, depth - 1),
+            _ => None,
+        })
+    }
+
+    /// The class defined in this module whose instance `expr` is: `self` in a method, and
+    /// attributes holding instances, to any depth (`self.model.vocabulary_mapping`).
+    pub(super) fn instance_class(&self, expr: &Expr) -> Option<&'a str> {
+        match expr {
+            Expr::Name(name) => {
+                let (class, self_name) = self.self_class()?;
+                (name.id.as_str() == self_name).then_some(class)
+            }
+            Expr::Attribute(attribute) => {
+                let owner = self.instance_class(&attribute.value)?;
+                self.class_instance(owner, attribute.attr.id.as_str(), 4)
+            }
+            _ => None,
+        }
     }
 
     /// The type of a parameter's annotation.

@@ -132,6 +132,9 @@ pub struct ProjectFacts<'a> {
     /// Other modules' functions whose every return is a buffer from `torch.empty` and friends
     /// that nothing wrote (GR404 follows it through the caller), by qualified name.
     pub uninitialized_buffers: Option<&'a rustc_hash::FxHashSet<String>>,
+    /// What this module's own functions return, from phase 1: a phase-3 check that skips a
+    /// function nothing reaches by a call (a property) still knows its return.
+    pub own_returns: Option<&'a FxHashMap<String, Ty>>,
 }
 
 /// What the inference remembers besides the bindings: return types, and memoised answers.
@@ -190,8 +193,21 @@ impl<'a> SemanticModel<'a> {
         self.imports_numpy
     }
 
-    fn local_return(&self, qualname: &str) -> Option<Ty> {
+    pub(super) fn local_return(&self, qualname: &str) -> Option<Ty> {
         self.types.learned_returns.get(qualname).copied()
+    }
+
+    /// Records what phase 1 found a function of this module returns, for a check that skips the
+    /// function's body.
+    pub fn learn_skipped_return(&mut self, qualname: &str) {
+        let known = self
+            .types
+            .facts
+            .own_returns
+            .and_then(|own| own.get(qualname));
+        if let Some(ty) = known.copied() {
+            self.learn_return(qualname, ty);
+        }
     }
 
     /// Records what a function of this module returns, for its callers visited later.
@@ -427,15 +443,11 @@ impl<'a> SemanticModel<'a> {
 
     fn attribute_ty(&self, attribute: &ast::ExprAttribute) -> Ty {
         let attr = attribute.attr.id.as_str();
-        if let Expr::Name(receiver) = &*attribute.value {
-            if let Some((class, self_name)) = self.self_class() {
-                if receiver.id.as_str() == self_name {
-                    return match self.class_attribute(class, attr, 4).unwrap_or_default() {
-                        Ty::Unknown | Ty::Tensor if host_named(attr) => Ty::CpuTensor,
-                        ty => ty,
-                    };
-                }
-            }
+        if let Some(class) = self.instance_class(&attribute.value) {
+            return match self.class_attribute(class, attr, 4).unwrap_or_default() {
+                Ty::Unknown | Ty::Tensor if host_named(attr) => Ty::CpuTensor,
+                ty => ty,
+            };
         }
         match self.ty(&attribute.value) {
             Ty::Tensor => tensor_api::tensor_attribute(attr).map_or(Ty::Unknown, Ty::from),
@@ -528,13 +540,9 @@ impl<'a> SemanticModel<'a> {
                     return Ty::Tensor;
                 }
                 let method = attribute.attr.id.as_str();
-                if let (Expr::Name(receiver), Some((class, self_name))) =
-                    (&*attribute.value, self.self_class())
-                {
-                    if receiver.id.as_str() == self_name {
-                        let qualname = format!("{class}.{method}");
-                        return self.local_return(&qualname).unwrap_or_default();
-                    }
+                if let Some(class) = self.instance_class(&attribute.value) {
+                    let qualname = format!("{class}.{method}");
+                    return self.local_return(&qualname).unwrap_or_default();
                 }
                 // Whatever has it (a tensor, a NumPy array), `tolist()` makes a Python list.
                 if method == "tolist" && call.arguments.is_empty() {

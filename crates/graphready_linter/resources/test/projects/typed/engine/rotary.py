@@ -27,3 +27,8 @@ class RotaryEmbedding(nn.Module):
     @dynamic_rope_update
     def forward(self, x, position_ids):
         return x * 2
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
