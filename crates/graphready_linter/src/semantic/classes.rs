@@ -16,6 +16,7 @@ impl<'a> SemanticModel<'a> {
                 .unwrap_or_default(),
             ..ClassInfo::default()
         };
+        info.module = info.bases.iter().any(|base| self.is_module_class(base));
         let merge = |attributes: &mut rustc_hash::FxHashMap<&'a str, Ty>, name, ty| {
             attributes
                 .entry(name)
@@ -75,6 +76,21 @@ impl<'a> SemanticModel<'a> {
             }
         }
         info
+    }
+
+    /// Whether a base class expression names `torch.nn.Module`, another `torch.nn` class, or a
+    /// module class of this module.
+    fn is_module_class(&self, base: &Expr) -> bool {
+        if let Expr::Name(name) = base {
+            if let Some(local) = self.classes.get(name.id.as_str()) {
+                return local.module;
+            }
+        }
+        self.qualified_name(base).is_some_and(|qualified| {
+            qualified.strip_prefix("torch.nn.").is_some_and(|class| {
+                !class.contains('.') && class.starts_with(|c: char| c.is_ascii_uppercase())
+            }) || &*qualified == "torch.nn.modules.module.Module"
+        })
     }
 }
 

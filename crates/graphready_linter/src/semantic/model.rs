@@ -37,6 +37,9 @@ pub struct ClassInfo<'a> {
     pub instances: FxHashMap<&'a str, &'a str>,
     /// Methods read as attributes (`@property`, `@cached_property`).
     pub properties: Vec<&'a str>,
+    /// A subclass of `torch.nn.Module` (directly, or through classes of this module): calling
+    /// an instance runs its `forward`.
+    pub module: bool,
 }
 
 /// The values bindings replaced, in order: undone to leave a clause of an `if` statement.

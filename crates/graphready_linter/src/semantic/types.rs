@@ -526,6 +526,8 @@ impl<'a> SemanticModel<'a> {
                         _ => Ty::Host,
                     }
                 }
+                // An instance of this module's `nn.Module` subclass.
+                other if self.classes.get(other).is_some_and(|class| class.module) => Ty::Module,
                 other => match self.lookup(other) {
                     Some(Binding::Value(Ty::Module)) => Ty::Tensor,
                     Some(Binding::Value(Ty::Host)) | None => {
