@@ -285,10 +285,12 @@ impl<'s> HotPath<'s> {
     pub fn reportable_functions(&self, module: usize) -> FxHashSet<String> {
         let mut names = FxHashSet::default();
         let functions = &self.index.module(module).functions;
+        // Drivers too: their loop bodies run every step.
         let reached = self
             .captured
             .keys()
             .chain(self.stalled.keys())
+            .chain(self.drivers.iter())
             .filter(|node| node.module == module)
             .map(|node| &functions[node.function]);
         let capturing = functions.iter().filter(|f| !f.capture_blocks.is_empty());

@@ -62,6 +62,7 @@ class Scheduler:
             if not self.has_unfinished(logits.max() == self.eos):
                 break
             self.media(x, logits)
+            self.last_position = positions.max().item()
 
     def media(self, grid: torch.Tensor, lengths: torch.Tensor):
         for size in grid.tolist():
