@@ -256,6 +256,36 @@ impl<'s> HotPath<'s> {
     }
 
     /// Whether any entry point at all was found.
+    /// The project's `nn.Module` subclasses defined at module level, by qualified name
+    /// (`pkg.layers.LogitsProcessor`), and under the names other modules import them as.
+    pub fn module_classes(&self) -> FxHashSet<String> {
+        let modules = self.index.modules();
+        let mut names = FxHashSet::default();
+        for (i, summary) in modules.iter().enumerate() {
+            let Some(module) = &summary.module else {
+                continue;
+            };
+            for class in &summary.classes {
+                if !class.name.contains('.') && self.index.derives_from_module(i, &class.name) {
+                    names.insert(format!("{module}.{}", class.name));
+                }
+            }
+        }
+        let mut aliases = Vec::new();
+        for summary in modules {
+            let Some(module) = &summary.module else {
+                continue;
+            };
+            for (name, qualified) in &summary.imports {
+                if names.contains(qualified) {
+                    aliases.push(format!("{module}.{name}"));
+                }
+            }
+        }
+        names.extend(aliases);
+        names
+    }
+
     pub fn has_entries(&self) -> bool {
         !self.capture_entries.is_empty() || !self.step_entries.is_empty()
     }

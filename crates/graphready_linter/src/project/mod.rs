@@ -352,16 +352,24 @@ fn phase3(
     hot: &HotPath,
     external: &ExternalFacts,
 ) -> usize {
+    let module_classes = &hot.module_classes();
     let mut again: Vec<usize> = match scope {
         Scope::All => summaries
             .iter()
             .enumerate()
-            .filter(|(_, summary)| summary.imported_callees.iter().any(|c| external.knows(c)))
+            .filter(|(_, summary)| {
+                summary
+                    .imported_callees
+                    .iter()
+                    .any(|c| external.knows(c) || module_classes.contains(c))
+            })
             .map(|(i, _)| i)
             .collect(),
         // Only where a reached function itself calls one: nothing else is reported.
-        Scope::Hot if external.is_empty() => Vec::new(),
-        Scope::Hot => hot.modules_calling(|callee| external.knows(callee)),
+        Scope::Hot if external.is_empty() && module_classes.is_empty() => Vec::new(),
+        Scope::Hot => {
+            hot.modules_calling(|callee| external.knows(callee) || module_classes.contains(callee))
+        }
     };
     // Modules whose functions receive device tensors from reached callers.
     again.extend(hot.modules_with_param_types());
@@ -394,6 +402,7 @@ fn phase3(
                 param_types: Some(&param_types),
                 uninitialized_buffers: Some(&external.uninitialized),
                 own_returns: Some(&own_returns),
+                module_classes: Some(module_classes),
             };
             check_file(c, &candidates[c], options, facts, only.as_ref()).map(|outcome| (i, outcome))
         })

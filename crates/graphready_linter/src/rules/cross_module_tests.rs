@@ -72,3 +72,35 @@ def quant(x, masked_m):
         vec![Rule::UninitializedPartialWrite.code()]
     );
 }
+
+#[test]
+fn an_imported_module_class_makes_its_calls_tensors() {
+    // Real-world shape (vLLM's Chameleon): the logits come from a project module imported from
+    // another file, then a host list of token ids indexes them.
+    let source = "\
+import torch
+from pkg.layers import LogitsProcessor
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.logits_processor = LogitsProcessor()
+        self.image_tokens = sorted([3, 1, 2])
+
+    def compute_logits(self, hidden):
+        logits = self.logits_processor(hidden)
+        logits[:, self.image_tokens] = 0.0
+        return logits
+";
+    assert!(codes(source, ProjectFacts::default()).is_empty());
+    let modules: FxHashSet<String> =
+        std::iter::once("pkg.layers.LogitsProcessor".to_string()).collect();
+    let known = ProjectFacts {
+        module_classes: Some(&modules),
+        ..ProjectFacts::default()
+    };
+    assert_eq!(
+        codes(source, known),
+        vec![Rule::HostIndexOnDeviceTensor.code()]
+    );
+}

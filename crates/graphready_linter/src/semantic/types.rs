@@ -135,6 +135,9 @@ pub struct ProjectFacts<'a> {
     /// What this module's own functions return, from phase 1: a phase-3 check that skips a
     /// function nothing reaches by a call (a property) still knows its return.
     pub own_returns: Option<&'a FxHashMap<String, Ty>>,
+    /// The project's `nn.Module` subclasses by qualified name: constructing one makes a module,
+    /// whose calls return tensors.
+    pub module_classes: Option<&'a rustc_hash::FxHashSet<String>>,
 }
 
 /// What the inference remembers besides the bindings: return types, and memoised answers.
@@ -494,6 +497,14 @@ impl<'a> SemanticModel<'a> {
                 .and_then(|known| known.get(&*qualified))
             {
                 return *ty;
+            }
+            if self
+                .types
+                .facts
+                .module_classes
+                .is_some_and(|classes| classes.contains(&*qualified))
+            {
+                return Ty::Module;
             }
             let ty = tensor_api::torch_function_result(&qualified, has_dim)
                 .map_or(Ty::Unknown, Ty::from);
