@@ -2,7 +2,8 @@
 //! (resources/test/projects/typed): a dataclass batch whose fields are read through a parameter
 //! annotation, a backend base class with two subclasses reached through an attribute typed by a
 //! forward reference (class hierarchy analysis, template methods), a decorated rotary forward, a
-//! runner that replays and samples, a scheduler loop that drives it, and the set-up and
+//! runner that replays and samples, a scheduler loop that drives it, an attention layer whose
+//! implementation class its backend returns (`type[...]`), and the set-up and
 //! harness code that must stay out of the default scope.
 
 use graphready_linter::project::{self, Options, Scope, SourceFile};
@@ -105,6 +106,20 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "Model.forward",
                     "AttentionBackend.forward",
                     "FlashBackend.forward_decode"
+                ],
+            ),
+            // The layer's implementation class comes from its backend's `type[...]` return and
+            // is constructed in `__init__`; the layer itself comes back from a registry inside a
+            // tuple (`_, layer = layer_context(name)`).
+            finding(
+                "engine/attention/impls.py",
+                13,
+                "GR105",
+                "capture",
+                &[
+                    "AttentionLayer.forward",
+                    "run_attention",
+                    "PagedImpl.forward"
                 ],
             ),
             // The bound method the updater's constructor stored shadows its placeholder `update`.

@@ -20,6 +20,8 @@ pub struct TypeVal {
     /// Some `torch.nn.Module` whose class is not known (a loaded model): a method call may run
     /// that method of any module class of the project.
     pub any_module: bool,
+    /// The classes themselves (`type[X]`), not instances.
+    pub class_object: bool,
 }
 
 impl TypeVal {
@@ -39,6 +41,7 @@ impl TypeVal {
         }
         self.elements |= other.elements;
         self.any_module |= other.any_module;
+        self.class_object |= other.class_object;
     }
 }
 
@@ -61,6 +64,7 @@ impl ProjectIndex<'_> {
     fn type_of_ref(&self, module: usize, ty: &TypeRef) -> TypeVal {
         let mut value = TypeVal {
             elements: ty.elements,
+            class_object: ty.class_object,
             ..TypeVal::default()
         };
         for reference in &ty.classes {
@@ -117,6 +121,11 @@ impl ProjectIndex<'_> {
                     elements: false,
                     ..value
                 },
+                PathStep::Construct if value.class_object => TypeVal {
+                    class_object: false,
+                    ..value
+                },
+                PathStep::Construct => TypeVal::default(),
                 PathStep::Attr(name) => {
                     let mut next = TypeVal::default();
                     for &class in &value.classes {
@@ -347,7 +356,8 @@ impl ProjectIndex<'_> {
     pub(super) fn resolve_invoke(&self, module: usize, receiver: &TypePath) -> Vec<NodeId> {
         let value = self.eval_path(module, receiver);
         let mut out = Vec::new();
-        if value.elements {
+        // Calling a class object constructs an instance: no `forward` runs.
+        if value.elements || value.class_object {
             return out;
         }
         for &class in &value.classes {

@@ -457,6 +457,25 @@ impl<'a> SummaryBuilder<'a> {
 
     /// `x = MLP(...)` binds `x` to an instance, for `x(...)` and `x.method(...)` later.
     pub(crate) fn assignment(&mut self, model: &SemanticModel, target: &'a Expr, value: &Expr) {
+        // `metadata, layer, cache = context(name)`: each name holds an element of the result
+        // (the index knows the result's element classes, not their positions).
+        if let Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) =
+            target
+        {
+            let element = matches!(value, Expr::Call(_))
+                .then(|| self.type_path(model, value))
+                .flatten()
+                .map(|path| path.then(PathStep::Item));
+            for elt in elts {
+                if let Expr::Name(name) = elt {
+                    self.bind_local(name.id.as_str(), element.clone());
+                    if let Some(scope) = self.instances.last_mut() {
+                        scope.remove(name.id.as_str());
+                    }
+                }
+            }
+            return;
+        }
         let Expr::Name(name) = target else {
             return;
         };

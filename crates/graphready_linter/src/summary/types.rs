@@ -11,6 +11,8 @@ pub struct TypeRef {
     pub classes: Vec<Ref>,
     /// A container whose elements are instances of `classes`.
     pub elements: bool,
+    /// The classes themselves (`type[X]`), not instances: calling one constructs an instance.
+    pub class_object: bool,
 }
 
 /// An expression whose type the index can compute: a root, then attribute reads, method calls
@@ -39,6 +41,9 @@ pub enum PathStep {
     Call(String),
     /// `[...]`, or an element in `for x in ...`.
     Item,
+    /// `cls(...)` of a class object (`impl_cls = backend.get_impl_cls(); impl_cls(...)`): an
+    /// instance. Of anything else: nothing known.
+    Construct,
 }
 
 impl TypePath {

@@ -146,6 +146,14 @@ impl<'a> SummaryBuilder<'a> {
         }
         let saved = self.method_self.replace((class, self_name));
         self.locals.push(locals);
+        // Locals the fields are built from (`impl_cls = self.backend.get_impl_cls()`), in source
+        // order.
+        let mut local_assignments = Vec::new();
+        collect_local_assignments(&method.body, &mut local_assignments);
+        for (name, value) in local_assignments {
+            let path = self.type_path(model, value);
+            self.bind_local(name, path);
+        }
         for (attribute, annotation, value) in assignments {
             let path = annotation
                 .and_then(|annotation| self.annotation_type(model, annotation))
@@ -250,6 +258,28 @@ fn collect_instance_assignments<'a>(
                 }
                 collect_instance_assignments(&try_stmt.orelse, self_name, out);
             }
+            _ => {}
+        }
+    }
+}
+
+/// `name = value` for a plain name anywhere in a method body (not in nested functions).
+fn collect_local_assignments<'a>(body: &'a [Stmt], out: &mut Vec<(&'a str, &'a Expr)>) {
+    for stmt in body {
+        match stmt {
+            Stmt::Assign(assign) => {
+                if let [Expr::Name(name)] = assign.targets.as_slice() {
+                    out.push((name.id.as_str(), &assign.value));
+                }
+            }
+            Stmt::If(if_stmt) => {
+                collect_local_assignments(&if_stmt.body, out);
+                for clause in &if_stmt.elif_else_clauses {
+                    collect_local_assignments(&clause.body, out);
+                }
+            }
+            Stmt::With(with) => collect_local_assignments(&with.body, out),
+            Stmt::Try(try_stmt) => collect_local_assignments(&try_stmt.body, out),
             _ => {}
         }
     }

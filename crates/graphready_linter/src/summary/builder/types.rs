@@ -44,6 +44,18 @@ const TRANSPARENT: &[&str] = &[
     "typing_extensions.Annotated",
 ];
 
+/// Annotations of class objects: `type[X]`, `Type[X]`.
+const CLASS_OBJECTS: &[&str] = &["type", "builtins.type", "typing.Type"];
+
+/// What an annotation says besides its classes.
+#[derive(Default)]
+struct Flags {
+    /// A container of instances.
+    elements: bool,
+    /// Class objects, not instances.
+    class_object: bool,
+}
+
 /// Roots whose names are never project classes.
 fn is_foreign(qualified: &str) -> bool {
     let root = qualified.split('.').next().unwrap_or(qualified);
@@ -66,9 +78,13 @@ impl<'a> SummaryBuilder<'a> {
         annotation: &Expr,
     ) -> Option<TypeRef> {
         let mut classes = Vec::new();
-        let mut elements = false;
-        self.annotation_classes(model, annotation, &mut classes, &mut elements, 0);
-        (!classes.is_empty()).then_some(TypeRef { classes, elements })
+        let mut flags = Flags::default();
+        self.annotation_classes(model, annotation, &mut classes, &mut flags, 0);
+        (!classes.is_empty()).then_some(TypeRef {
+            classes,
+            elements: flags.elements,
+            class_object: flags.class_object,
+        })
     }
 
     fn annotation_classes(
@@ -76,7 +92,7 @@ impl<'a> SummaryBuilder<'a> {
         model: &SemanticModel,
         annotation: &Expr,
         out: &mut Vec<Ref>,
-        elements: &mut bool,
+        flags: &mut Flags,
         depth: u8,
     ) {
         if depth > 4 {
@@ -91,12 +107,12 @@ impl<'a> SummaryBuilder<'a> {
                 }
                 if let Ok(parsed) = ruff_python_parser::parse_expression(text) {
                     let expr = parsed.into_syntax().body;
-                    self.annotation_classes(model, &expr, out, elements, depth + 1);
+                    self.annotation_classes(model, &expr, out, flags, depth + 1);
                 }
             }
             Expr::BinOp(binop) if matches!(binop.op, ast::Operator::BitOr) => {
-                self.annotation_classes(model, &binop.left, out, elements, depth + 1);
-                self.annotation_classes(model, &binop.right, out, elements, depth + 1);
+                self.annotation_classes(model, &binop.left, out, flags, depth + 1);
+                self.annotation_classes(model, &binop.right, out, flags, depth + 1);
             }
             Expr::Subscript(subscript) => {
                 let container = model
@@ -113,19 +129,25 @@ impl<'a> SummaryBuilder<'a> {
                 };
                 if TRANSPARENT.contains(&container.as_str()) {
                     for argument in arguments {
-                        self.annotation_classes(model, argument, out, elements, depth + 1);
+                        self.annotation_classes(model, argument, out, flags, depth + 1);
                     }
+                } else if CLASS_OBJECTS.contains(&container.as_str()) {
+                    let before = out.len();
+                    for argument in arguments {
+                        self.annotation_classes(model, argument, out, flags, depth + 1);
+                    }
+                    flags.class_object |= out.len() > before;
                 } else if CONTAINERS.contains(&container.as_str()) {
                     let before = out.len();
                     for argument in arguments {
-                        self.annotation_classes(model, argument, out, elements, depth + 1);
+                        self.annotation_classes(model, argument, out, flags, depth + 1);
                     }
-                    *elements |= out.len() > before;
+                    flags.elements |= out.len() > before;
                 } else if MAPPINGS.contains(&container.as_str()) {
                     if let Some(value) = arguments.last() {
                         let before = out.len();
-                        self.annotation_classes(model, value, out, elements, depth + 1);
-                        *elements |= out.len() > before;
+                        self.annotation_classes(model, value, out, flags, depth + 1);
+                        flags.elements |= out.len() > before;
                     }
                 }
             }
@@ -198,6 +220,13 @@ impl<'a> SummaryBuilder<'a> {
                 Some(base.then(PathStep::Attr(attribute.attr.id.to_string())))
             }
             Expr::Call(call) => {
+                // `impl_cls(...)` of a local holding a class object (or anything else: the
+                // index decides).
+                if let Expr::Name(name) = &*call.func {
+                    if let Some(local) = self.local_type(name.id.as_str()) {
+                        return Some(local.then(PathStep::Construct));
+                    }
+                }
                 if let Expr::Attribute(attribute) = &*call.func {
                     if model.qualified_name(&call.func).is_none() {
                         let method = attribute.attr.id.to_string();

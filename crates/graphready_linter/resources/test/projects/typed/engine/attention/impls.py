@@ -1,0 +1,20 @@
+"""Attention implementations chosen at run time: a layer holds `backend.get_impl_cls()(...)`."""
+
+import torch
+
+
+class AttentionImpl:
+    def forward(self, layer, q: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class PagedImpl(AttentionImpl):
+    def forward(self, layer, q: torch.Tensor) -> torch.Tensor:
+        pages = int(q.sum())
+        return q * pages
+
+
+class ImplBackend:
+    @staticmethod
+    def get_impl_cls() -> type["AttentionImpl"]:
+        return PagedImpl
