@@ -10,7 +10,74 @@
 use crate::semantic::{SemanticModel, Ty};
 use crate::settings::Settings;
 use crate::util::last_segment;
+use ruff_python_ast::comparable::ComparableExpr;
 use ruff_python_ast::{self as ast, Expr};
+
+/// A memoised initialisation, which runs once (per key), in the warm-up that precedes any
+/// capture: `if key not in CACHE: CACHE[key] = ...` and `if t is None: t = ...; CACHE[key] = t`
+/// with `CACHE` a module global, and `if self.t is None: self.t = ...` where the class never
+/// sets `self.t` back to `None` outside `__init__`. A local or parameter filled in without
+/// being stored (`if out is None: out = torch.empty(...)`), a per-step cache that is reset, and
+/// a cache on some other object (a batch) are made again and stay checked.
+pub fn is_lazy_init(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
+    let Expr::Compare(compare) = &*if_stmt.test else {
+        return false;
+    };
+    let ([op], [right]) = (&*compare.ops, &*compare.comparators) else {
+        return false;
+    };
+    let missing = match (op, right) {
+        (ast::CmpOp::Is, Expr::NoneLiteral(_)) => {
+            let lasting = match &*compare.left {
+                Expr::Name(name) => stored_in_global(model, &if_stmt.body, name.id.as_str()),
+                Expr::Attribute(attribute) => match &*attribute.value {
+                    Expr::Name(receiver) => model
+                        .is_lasting_self_attribute(receiver.id.as_str(), attribute.attr.as_str()),
+                    _ => false,
+                },
+                _ => false,
+            };
+            if !lasting {
+                return false;
+            }
+            ComparableExpr::from(&*compare.left)
+        }
+        (ast::CmpOp::NotIn, Expr::Name(cache)) if model.is_module_global(cache.id.as_str()) => {
+            return assigned_targets(&if_stmt.body).any(|target| {
+                matches!(target, Expr::Subscript(subscript)
+                    if ComparableExpr::from(&*subscript.value) == ComparableExpr::from(right)
+                        && ComparableExpr::from(&*subscript.slice)
+                            == ComparableExpr::from(&*compare.left))
+            });
+        }
+        _ => return false,
+    };
+    assigned_targets(&if_stmt.body).any(|target| ComparableExpr::from(target) == missing)
+}
+
+/// Whether a block stores a local into a module-global container: `CACHE[key] = t`.
+fn stored_in_global(model: &SemanticModel, body: &[ast::Stmt], local: &str) -> bool {
+    body.iter().any(|stmt| match stmt {
+        ast::Stmt::Assign(assign) => {
+            matches!(&*assign.value, Expr::Name(value) if value.id.as_str() == local)
+                && assign.targets.iter().any(|target| {
+                    matches!(target, Expr::Subscript(subscript)
+                        if matches!(&*subscript.value, Expr::Name(cache)
+                            if model.is_module_global(cache.id.as_str())))
+                })
+        }
+        _ => false,
+    })
+}
+
+/// The targets of the assignments directly in a block.
+fn assigned_targets(body: &[ast::Stmt]) -> impl Iterator<Item = &Expr> {
+    body.iter().flat_map(|stmt| match stmt {
+        ast::Stmt::Assign(assign) => assign.targets.iter().collect::<Vec<_>>(),
+        ast::Stmt::AnnAssign(assign) => vec![&*assign.target],
+        _ => Vec::new(),
+    })
+}
 
 pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negated: bool) -> bool {
     if !negated

@@ -53,7 +53,11 @@ impl<'a> SemanticModel<'a> {
                     self.bind(self_name, Ty::Unknown);
                     let mut assignments = Vec::new();
                     collect_self_assignments(&method.body, self_name, &mut assignments);
+                    let resets = method.name.id.as_str() != "__init__";
                     for (name, value) in assignments {
+                        if resets && matches!(value, Some(Expr::NoneLiteral(_))) {
+                            info.resets.push(name);
+                        }
                         if let Some(held) = value.and_then(constructed_class) {
                             info.instances
                                 .entry(name)

@@ -40,6 +40,8 @@ pub struct ClassInfo<'a> {
     /// A subclass of `torch.nn.Module` (directly, or through classes of this module): calling
     /// an instance runs its `forward`.
     pub module: bool,
+    /// Attributes set back to `None` outside `__init__` (a cache reset every step).
+    pub resets: Vec<&'a str>,
 }
 
 /// The values bindings replaced, in order: undone to leave a clause of an `if` statement.
@@ -439,6 +441,24 @@ impl<'a> SemanticModel<'a> {
             }
             _ => None,
         }
+    }
+
+    /// Whether `name` is bound at module level and nowhere nearer (a module-global cache).
+    pub fn is_module_global(&self, name: &str) -> bool {
+        self.lookup_scope(name)
+            .is_some_and(|scope| std::ptr::eq(scope, &self.scopes[0]))
+    }
+
+    /// Whether `self.<attribute>` in the method being visited is a cache that lasts: its class
+    /// never sets it back to `None` outside `__init__`.
+    pub fn is_lasting_self_attribute(&self, receiver: &str, attribute: &str) -> bool {
+        self.self_class().is_some_and(|(class, self_name)| {
+            self_name == receiver
+                && self
+                    .classes
+                    .get(class)
+                    .is_some_and(|info| !info.resets.contains(&attribute))
+        })
     }
 
     /// The type of a parameter's annotation.
