@@ -195,7 +195,9 @@ fn render_phase(
         let _ = writeln!(
             out,
             "      {}: {} at {where_}{count}{ranks}: {}",
-            event.kind, event.what, event.message
+            event.kind,
+            event.what,
+            relative_in_text(&event.message, base)
         );
         render_frames(out, event, base, frames);
     }
@@ -514,6 +516,17 @@ pub fn display_path(path: &str, base: &Path) -> String {
         .unwrap_or_else(|_| path.to_string())
 }
 
+/// A message with the paths under `base` it names shown relative, as frames are (a hung
+/// rank's "last collective: all_reduce #1 in warmup at /abs/step.py:24").
+fn relative_in_text(text: &str, base: &Path) -> String {
+    let base = std::fs::canonicalize(base).unwrap_or_else(|_| base.to_path_buf());
+    let prefix = format!("{}/", base.display());
+    if prefix.len() <= 1 {
+        return text.to_string();
+    }
+    text.replace(&prefix, "")
+}
+
 /// Python's fatal-error dump when there is one (it names the crashing line first), else the
 /// last lines.
 fn stderr_excerpt(tail: &str) -> Vec<&str> {
@@ -523,4 +536,26 @@ fn stderr_excerpt(tail: &str) -> Vec<&str> {
     let mut last: Vec<&str> = tail.lines().rev().take(6).collect();
     last.reverse();
     last
+}
+
+#[cfg(test)]
+mod message_path_tests {
+    use super::relative_in_text;
+    use std::path::Path;
+
+    #[test]
+    fn paths_under_the_base_are_shown_relative_in_messages() {
+        let base = Path::new("/nonexistent-graphready-base");
+        assert_eq!(
+            relative_in_text(
+                "last collective: all_reduce #1 in warmup at /nonexistent-graphready-base/ex/step.py:24",
+                base
+            ),
+            "last collective: all_reduce #1 in warmup at ex/step.py:24"
+        );
+        assert_eq!(
+            relative_in_text("at /elsewhere/step.py:3", base),
+            "at /elsewhere/step.py:3"
+        );
+    }
 }
