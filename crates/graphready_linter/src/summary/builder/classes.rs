@@ -150,9 +150,12 @@ impl<'a> SummaryBuilder<'a> {
         // order.
         let mut local_assignments = Vec::new();
         collect_local_assignments(&method.body, &mut local_assignments);
+        // A reassignment whose type is unknown keeps what the parameter's annotation said
+        // (`config = config.get_text_config()`).
         for (name, value) in local_assignments {
-            let path = self.type_path(model, value);
-            self.bind_local(name, path);
+            if let Some(path) = self.type_path(model, value) {
+                self.bind_local(name, Some(path));
+            }
         }
         for (attribute, annotation, value) in assignments {
             let path = annotation
