@@ -20,6 +20,8 @@ mkdir -p "$OUT_DIR"
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 BIN=.gpu-bin/graphready
+# GPU_TESTS_ONLY=ranks: only the multi-rank part (its pytest file and the tensor-parallel cases).
+ONLY="${GPU_TESTS_ONLY:-}"
 status=0
 
 echo "== environment"
@@ -30,7 +32,9 @@ echo
 echo "== pytest python/tests (unit + GPU acceptance)"
 xdist=""
 python3 -c 'import xdist' 2>/dev/null && xdist="-n 4"
-python3 -m pytest python/tests -q -p no:cacheprovider -rs $xdist > "$LOGS/pytest.log" 2>&1
+tests=python/tests
+[ "$ONLY" = ranks ] && tests=python/tests/test_gpu_ranks.py
+python3 -m pytest $tests -q -p no:cacheprovider -rs $xdist > "$LOGS/pytest.log" 2>&1
 pytest_rc=$?
 tail -30 "$LOGS/pytest.log"
 [ "$pytest_rc" -eq 0 ] || status=1
@@ -89,6 +93,7 @@ CLEAN=("clean_mlp 1,4" "ue8m0_final 1,8" "moe_decode 1,2,4,8" "kv_cache_decode 1
        "llama_static_cache 1,2,4,8")
 SKIPPED=()
 runnable() {  # name -> 0 when it can run here
+  [ "$ONLY" = ranks ] && return 1
   if [[ "$NEEDS_TRANSFORMERS" == *" $1 "* && "$HAVE_TRANSFORMERS" != 1 ]]; then
     SKIPPED+=("$(printf '%-18s skipped: transformers is not installed' "$1")")
     return 1
@@ -160,7 +165,7 @@ cli_case() {  # label expected-exit command...
   echo "-> exit $code"
   SUMMARY+=("$(printf '%-18s exit %-3s (expected %s) %s' "$label" "$code" "$expect" "$verdict")")
 }
-if [ -x "$BIN" ]; then
+if [ -x "$BIN" ] && [ "$ONLY" != ranks ]; then
   ABS_BIN="$PWD/$BIN"
   cli_case "module TARGET" 0 bash -c "cd examples/probe && '$ABS_BIN' probe clean_mlp:factory --output-format json | python3 -c 'import json,sys; r=json.load(sys.stdin); print(\"schema\", r[\"schema_version\"], \"ready\", r[\"summary\"][\"ready\"]); sys.exit(0 if r[\"summary\"][\"ready\"] else 1)'"
   cli_case "no CUDA device" 2 env CUDA_VISIBLE_DEVICES= "$BIN" probe examples/probe/item.py:factory
