@@ -3,6 +3,15 @@
 use ruff_python_ast::Expr;
 
 /// The last name of a callee or decorator: `no_graph` in `@x.no_graph` and `@no_graph()`.
+/// Whether a function is read as an attribute: `@property`, `@cached_property`,
+/// `@functools.cached_property`.
+pub(crate) fn is_property(function: &ruff_python_ast::StmtFunctionDef) -> bool {
+    function.decorator_list.iter().any(|decorator| {
+        last_segment(&decorator.expression)
+            .is_some_and(|name| matches!(name, "property" | "cached_property"))
+    })
+}
+
 pub(crate) fn last_segment(expr: &Expr) -> Option<&str> {
     match expr {
         Expr::Name(name) => Some(name.id.as_str()),

@@ -36,11 +36,7 @@ impl<'a> SemanticModel<'a> {
                     }
                 }
                 Stmt::FunctionDef(method) => {
-                    if method
-                        .decorator_list
-                        .iter()
-                        .any(|d| is_property(&d.expression))
-                    {
+                    if crate::util::is_property(method) {
                         info.properties.push(method.name.id.as_str());
                     }
                     let Some(self_param) = method.parameters.iter_non_variadic_params().next()
@@ -96,16 +92,6 @@ impl<'a> SemanticModel<'a> {
             }) || &*qualified == "torch.nn.modules.module.Module"
         })
     }
-}
-
-/// `@property`, `@cached_property`, `@functools.cached_property`.
-fn is_property(decorator: &Expr) -> bool {
-    let name = match decorator {
-        Expr::Name(name) => name.id.as_str(),
-        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
-        _ => return false,
-    };
-    matches!(name, "property" | "cached_property")
 }
 
 /// The class a constructor call names, as written: `VocabMapping(...)`, capitalised.

@@ -95,11 +95,7 @@ impl<'a> SummaryBuilder<'a> {
                     }
                 }
                 Stmt::FunctionDef(method) => {
-                    let is_property = method.decorator_list.iter().any(|decorator| {
-                        last_segment(&decorator.expression)
-                            .is_some_and(|name| matches!(name, "property" | "cached_property"))
-                    });
-                    if is_property {
+                    if crate::util::is_property(method) {
                         if let Some(ty) = method
                             .returns
                             .as_deref()
