@@ -10,13 +10,6 @@
 mod args;
 mod index;
 mod steps;
-
-/// Whether a function, by its qualified name inside its module, is set-up that runs once rather
-/// than every step: constructors and what they nest, loading, warm-up, capture, profiling
-/// (`__init__`, `Runner.load_weights`, `_dummy_run`, `capture_model`).
-pub fn runs_once(qualname: &str) -> bool {
-    steps::is_set_up(qualname)
-}
 mod types;
 
 use crate::semantic::Ty;
@@ -25,6 +18,13 @@ use graphready_diagnostics::{ChainLink, Diagnostic, Reach};
 pub use index::{NodeId, ProjectIndex};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
+
+/// Whether a function, by its qualified name inside its module, is set-up that runs once rather
+/// than every step: constructors and what they nest, loading, warm-up, capture, profiling
+/// (`__init__`, `Runner.load_weights`, `_dummy_run`, `capture_model`).
+pub fn runs_once(qualname: &str) -> bool {
+    steps::is_set_up(qualname)
+}
 
 /// Hot-path options, resolved from configuration.
 #[derive(Debug, Clone)]
@@ -255,7 +255,6 @@ impl<'s> HotPath<'s> {
         }
     }
 
-    /// Whether any entry point at all was found.
     /// The project's `nn.Module` subclasses defined at module level, by qualified name
     /// (`pkg.layers.LogitsProcessor`), and under the names other modules import them as.
     pub fn module_classes(&self) -> FxHashSet<String> {
@@ -271,21 +270,15 @@ impl<'s> HotPath<'s> {
                 }
             }
         }
-        let mut aliases = Vec::new();
-        for summary in modules {
-            let Some(module) = &summary.module else {
-                continue;
-            };
-            for (name, qualified) in &summary.imports {
-                if names.contains(qualified) {
-                    aliases.push(format!("{module}.{name}"));
-                }
-            }
-        }
+        let aliases: Vec<String> = crate::summary::import_aliases(modules)
+            .filter(|import| names.contains(import.qualified))
+            .map(|import| import.alias())
+            .collect();
         names.extend(aliases);
         names
     }
 
+    /// Whether any entry point at all was found.
     pub fn has_entries(&self) -> bool {
         !self.capture_entries.is_empty() || !self.step_entries.is_empty()
     }

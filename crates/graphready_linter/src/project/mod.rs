@@ -474,17 +474,12 @@ fn external_returns(summaries: &[ModuleSummary]) -> ExternalFacts {
     }
     let mut aliases = Vec::new();
     let mut uninitialized_aliases = Vec::new();
-    for summary in summaries {
-        let Some(module) = &summary.module else {
-            continue;
-        };
-        for (name, qualified) in &summary.imports {
-            if let Some(ty) = table.get(qualified) {
-                aliases.push((format!("{module}.{name}"), *ty));
-            }
-            if uninitialized.contains(qualified) {
-                uninitialized_aliases.push(format!("{module}.{name}"));
-            }
+    for import in crate::summary::import_aliases(summaries) {
+        if let Some(ty) = table.get(import.qualified) {
+            aliases.push((import.alias(), *ty));
+        }
+        if uninitialized.contains(import.qualified) {
+            uninitialized_aliases.push(import.alias());
         }
     }
     table.extend(aliases);

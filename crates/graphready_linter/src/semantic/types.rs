@@ -664,6 +664,7 @@ fn on_host_device(call: &ast::ExprCall) -> bool {
     }
 }
 
+/// An element that makes a list no index data: `None` (a placeholder) or `slice(...)`.
 fn is_placeholder(expr: &Expr) -> bool {
     matches!(expr, Expr::NoneLiteral(_))
         || matches!(expr, Expr::Call(call) if matches!(&*call.func, Expr::Name(name) if name.id.as_str() == "slice"))

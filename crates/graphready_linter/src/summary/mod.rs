@@ -218,3 +218,34 @@ pub struct ModuleSummary {
     /// Qualified names of imported callables this module calls (for cross-module typing).
     pub imported_callees: rustc_hash::FxHashSet<String>,
 }
+
+/// An import under which a table keyed by qualified name must also answer (a re-export):
+/// `module.name` stands for `qualified`.
+pub struct ImportAlias<'s> {
+    pub module: &'s str,
+    pub name: &'s str,
+    pub qualified: &'s str,
+}
+
+impl ImportAlias<'_> {
+    /// `module.name`.
+    pub fn alias(&self) -> String {
+        format!("{}.{}", self.module, self.name)
+    }
+}
+
+/// Every module-level import of the project.
+pub fn import_aliases(summaries: &[ModuleSummary]) -> impl Iterator<Item = ImportAlias<'_>> {
+    summaries.iter().flat_map(|summary| {
+        summary.module.iter().flat_map(move |module| {
+            summary
+                .imports
+                .iter()
+                .map(move |(name, qualified)| ImportAlias {
+                    module,
+                    name,
+                    qualified,
+                })
+        })
+    })
+}
