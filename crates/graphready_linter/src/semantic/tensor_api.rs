@@ -494,10 +494,15 @@ pub fn tensor_method_result(
     TENSOR_METHODS.contains(&method).then_some(Returns::Tensor)
 }
 
-/// Tensor methods whose names other common objects share (`re.Pattern.sub`, `set.add`): on a
-/// receiver of unknown type they say nothing.
-pub fn is_shared_method(method: &str) -> bool {
-    matches!(method, "sub" | "add")
+/// Tensor methods whose names other common objects share (`re.Pattern.sub`, `set.add`, a
+/// routing policy's `select(metadata)`): on a receiver of unknown type they say nothing, but
+/// `select` with the tensor method's two arguments (`dim`, `index`).
+pub fn is_shared_method(method: &str, arg_count: usize) -> bool {
+    match method {
+        "sub" | "add" => true,
+        "select" => arg_count != 2,
+        _ => false,
+    }
 }
 
 /// Whether `<unknown>.<method>(...)` certainly returns a tensor.

@@ -586,7 +586,7 @@ impl<'a> SemanticModel<'a> {
                     // the rest of the tensor API belong to tensors.
                     Ty::Unknown
                         if !self.imports_numpy
-                            && !tensor_api::is_shared_method(method)
+                            && !tensor_api::is_shared_method(method, call.arguments.len())
                             && tensor_api::tensor_method_result(method, false, 0)
                                 == Some(Returns::Tensor)
                             && self.qualified_name(&attribute.value).is_none() =>
