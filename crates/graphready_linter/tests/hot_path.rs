@@ -3,7 +3,8 @@
 //! annotation, a backend base class with two subclasses reached through an attribute typed by a
 //! forward reference (class hierarchy analysis, template methods), a decorated rotary forward, a
 //! runner that replays and samples, a scheduler loop that drives it, an attention layer whose
-//! implementation class its backend returns (`type[...]`), and the set-up and
+//! implementation class its backend returns (`type[...]`) or one made in a function from it,
+//! and the set-up and
 //! harness code that must stay out of the default scope.
 
 use graphready_linter::project::{self, Options, Scope, SourceFile};
@@ -83,6 +84,20 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
     assert_eq!(
         check(Scope::Hot),
         vec![
+            // A class made in a function from the class object the backend returns
+            // (`class CountingImpl(base):`; the base class's method says nothing, its override
+            // does) is an implementation too.
+            finding(
+                "engine/attention/counting.py",
+                16,
+                "GR104",
+                "capture",
+                &[
+                    "AttentionLayer.forward",
+                    "run_attention",
+                    "make_counting_impl.CountingImpl.forward"
+                ],
+            ),
             // The runner prepares metadata through the base class its constructor was given.
             finding(
                 "engine/attention/flash.py",

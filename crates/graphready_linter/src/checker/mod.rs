@@ -29,7 +29,10 @@ pub struct RawDiagnostic {
 /// A function body whose visit waits until the enclosing module (or class) is fully bound.
 struct Deferred<'a> {
     function: &'a ast::StmtFunctionDef,
+    /// The class a method belongs to: its name for the semantic model, qualified inside the
+    /// module for the summary (`make_backend.Builder` for a class defined in a function).
     class: Option<&'a str>,
+    class_qualname: Option<String>,
     qualname: String,
     safe: bool,
 }
@@ -48,6 +51,9 @@ pub struct Checker<'a> {
     function: Option<String>,
     /// Class bodies being visited, innermost last.
     classes: Vec<&'a str>,
+    /// The qualified name of the class whose body is being visited directly (not inside one of
+    /// its methods): its `def`s are its methods, wherever the class itself is defined.
+    class_body: Option<String>,
     deferred: Vec<Deferred<'a>>,
     /// What the project-wide analysis needs from this module, fed at the same visit points.
     summary: SummaryBuilder<'a>,
@@ -85,6 +91,7 @@ impl<'a> Checker<'a> {
             safe_depth: 0,
             function: None,
             classes: Vec::new(),
+            class_body: None,
             deferred: Vec::new(),
             rule_state: rules::FunctionState::default(),
             module_facts: rules::ModuleFacts::default(),
@@ -181,10 +188,11 @@ impl<'a> Checker<'a> {
             &self.model,
             function,
             &deferred.qualname,
-            deferred.class,
+            deferred.class_qualname.as_deref(),
             self_name,
         );
         let saved_function = self.function.replace(deferred.qualname);
+        let saved_body = self.class_body.take();
         let saved_safe = self.safe_depth;
         if deferred.safe {
             self.safe_depth += 1;
@@ -210,10 +218,14 @@ impl<'a> Checker<'a> {
         self.model.exit_function();
         self.safe_depth = saved_safe;
         self.function = saved_function;
+        self.class_body = saved_body;
         self.summary.exit_function(&mut self.model);
     }
 
     fn qualify(&self, name: &str) -> String {
+        if let Some(class) = &self.class_body {
+            return format!("{class}.{name}");
+        }
         match (&self.function, self.classes.last()) {
             (Some(function), _) => format!("{function}.{name}"),
             (None, Some(_)) => format!("{}.{name}", self.classes.join(".")),
@@ -316,13 +328,11 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 self.model.bind(name, Ty::Host);
                 self.summary
                     .local_definition_bound(name, self.qualify(name));
+                let in_class = self.class_body.is_some();
                 let deferred = Deferred {
                     function,
-                    class: self
-                        .classes
-                        .last()
-                        .copied()
-                        .filter(|_| self.function.is_none()),
+                    class: self.classes.last().copied().filter(|_| in_class),
+                    class_qualname: self.class_body.clone(),
                     qualname: self.qualify(name),
                     safe: !self.in_captured_code()
                         || guards::is_device_kernel(&self.model, function),
@@ -341,14 +351,17 @@ impl<'a> Visitor<'a> for Checker<'a> {
                     self.visit_arguments(arguments);
                 }
                 let name = class.name.id.as_str();
-                self.summary.class(&self.model, class, self.qualify(name));
+                let qualified = self.qualify(name);
+                self.summary.class(&self.model, class, qualified.clone());
                 let info = self.model.class_info(class);
                 self.model.define_class(name, info);
                 self.model.bind(name, Ty::Host);
                 self.classes.push(name);
+                let saved_body = self.class_body.replace(qualified);
                 self.model.push_scope(true);
                 self.visit_block(&class.body);
                 self.model.pop_scope();
+                self.class_body = saved_body;
                 self.classes.pop();
             }
             Stmt::If(if_stmt) => self.visit_if(if_stmt),

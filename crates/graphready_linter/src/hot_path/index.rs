@@ -39,6 +39,9 @@ pub struct ProjectIndex<'s> {
     harness: Vec<bool>,
     /// Direct subclasses of each class that has any.
     subclasses: FxHashMap<ClassId, Vec<ClassId>>,
+    /// The bases classes take from values (`class Builder(base):` in a function, `base` a class
+    /// object): see [`ClassSummary::typed_bases`].
+    typed_bases: FxHashMap<ClassId, Vec<ClassId>>,
     /// Where each module's classes start in a flat numbering, for per-class memos.
     class_offsets: Vec<usize>,
     /// Every class below each class, transitively, computed when first asked.
@@ -69,6 +72,7 @@ impl<'s> ProjectIndex<'s> {
             classes: Vec::with_capacity(modules.len()),
             harness: Vec::with_capacity(modules.len()),
             subclasses: FxHashMap::default(),
+            typed_bases: FxHashMap::default(),
             class_offsets: Vec::with_capacity(modules.len()),
             all_subclasses: Vec::new(),
             function_offsets: Vec::with_capacity(modules.len()),
@@ -156,7 +160,70 @@ impl<'s> ProjectIndex<'s> {
         index.resolved_sites = std::iter::repeat_with(std::sync::OnceLock::new)
             .take(functions)
             .collect();
+        index.add_typed_bases();
         index
+    }
+
+    /// Bases that are values: evaluated on the hierarchy the class statements name, then added
+    /// to it. The memos filled on the way are dropped.
+    fn add_typed_bases(&mut self) {
+        let index = &*self;
+        let edges: Vec<(ClassId, ClassId)> = self
+            .modules
+            .par_iter()
+            .enumerate()
+            .flat_map_iter(|(module, summary)| {
+                summary
+                    .classes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, class)| !class.typed_bases.is_empty())
+                    .flat_map(move |(class, summary)| {
+                        summary
+                            .typed_bases
+                            .iter()
+                            .flat_map(move |path| {
+                                let value = index.eval_path(module, path);
+                                if value.class_object {
+                                    value.classes
+                                } else {
+                                    Vec::new()
+                                }
+                            })
+                            .filter(move |&base| base != (module, class))
+                            .map(move |base| (base, (module, class)))
+                    })
+            })
+            .collect();
+        if edges.is_empty() {
+            return;
+        }
+        for (base, sub) in edges {
+            self.subclasses.entry(base).or_default().push(sub);
+            self.typed_bases.entry(sub).or_default().push(base);
+        }
+        for slot in &mut self.all_subclasses {
+            *slot = std::sync::OnceLock::new();
+        }
+        for slot in &mut self.resolved_sites {
+            *slot = std::sync::OnceLock::new();
+        }
+        self.definers = std::sync::OnceLock::new();
+        if let Ok(memo) = self.hierarchy_memo.get_mut() {
+            memo.clear();
+        }
+        use std::sync::atomic::Ordering::Relaxed;
+        for counter in [&self.fanouts, &self.largest_fanout, &self.capped_fanouts] {
+            counter.store(0, Relaxed);
+        }
+    }
+
+    /// The bases a class takes from values (see [`ClassSummary::typed_bases`]).
+    fn typed_bases_of(&self, module: usize, class: &str) -> &[ClassId] {
+        self.classes[module]
+            .get(class)
+            .and_then(|&index| self.typed_bases.get(&(module, index)))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// Whether a module is a measuring harness: tests, benchmarks, examples.
@@ -204,6 +271,7 @@ impl<'s> ProjectIndex<'s> {
                 Definition::Class(m, c) if (m, c) != class => Some((m, c)),
                 _ => None,
             })
+            .chain(self.typed_bases.get(&class).into_iter().flatten().copied())
             .collect()
     }
 
@@ -453,6 +521,13 @@ impl<'s> ProjectIndex<'s> {
                 }
                 Definition::Function(_) => None,
             })
+            .or_else(|| {
+                self.typed_bases_of(module, class)
+                    .iter()
+                    .find_map(|&(m, c)| {
+                        self.method_in(m, &self.modules[m].classes[c].name, method, depth - 1)
+                    })
+            })
     }
 
     /// Whether a class derives from `torch.nn.Module` itself, through project classes only.
@@ -534,6 +609,13 @@ impl<'s> ProjectIndex<'s> {
                             self.method_of(m, &self.modules[m].classes[c].name, method)
                         }
                         Definition::Function(_) => None,
+                    })
+                    .or_else(|| {
+                        self.typed_bases_of(module, class)
+                            .iter()
+                            .find_map(|&(m, c)| {
+                                self.method_of(m, &self.modules[m].classes[c].name, method)
+                            })
                     })
                     .into_iter()
                     .collect()

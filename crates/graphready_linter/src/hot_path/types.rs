@@ -136,8 +136,14 @@ impl ProjectIndex<'_> {
                 PathStep::Call(method) => {
                     let mut next = TypeVal::default();
                     for &class in &value.classes {
-                        if let Some(node) = self.method_in_class(class, method) {
-                            next.merge(self.return_type(node, depth - 1));
+                        let Some(node) = self.method_in_class(class, method) else {
+                            continue;
+                        };
+                        let returned = self.return_type(node, depth - 1);
+                        if returned.is_empty() {
+                            next.merge(self.override_returns(class, method, depth - 1));
+                        } else {
+                            next.merge(returned);
                         }
                     }
                     next
@@ -158,6 +164,22 @@ impl ProjectIndex<'_> {
             for path in &function.return_paths {
                 value.merge(self.eval_path_depth(node.module, path, depth - 1));
             }
+        }
+        value
+    }
+
+    /// What the overrides of `method` below `class` return, for a method whose own definition
+    /// says nothing (`def get_builder_cls(): raise NotImplementedError`, overridden by every
+    /// backend with its builder class).
+    fn override_returns(&self, class: ClassId, method: &str, depth: u8) -> TypeVal {
+        let mut value = TypeVal::default();
+        if depth == 0 {
+            return value;
+        }
+        let mut overrides = Vec::new();
+        self.dispatch_depth(class, method, &mut overrides, 0);
+        for node in overrides {
+            value.merge(self.return_type(node, depth - 1));
         }
         value
     }

@@ -10,6 +10,7 @@ use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_source_file::LineIndex;
 use ruff_text_size::Ranged;
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::rc::Rc;
 
 mod calls;
 mod classes;
@@ -75,10 +76,10 @@ pub(crate) struct SummaryBuilder<'a> {
     local_defs: Vec<FxHashMap<&'a str, String>>,
     /// Top-level functions and classes of the module.
     module_defs: FxHashSet<&'a str>,
-    /// The class and `self` name of the method being visited, and those of the methods around
-    /// it.
-    method_self: Option<(&'a str, &'a str)>,
-    saved_method_self: Vec<Option<(&'a str, &'a str)>>,
+    /// The class (qualified inside the module) and `self` name of the method being visited, and
+    /// those of the methods around it.
+    method_self: Option<(Rc<str>, &'a str)>,
+    saved_method_self: Vec<Option<(Rc<str>, &'a str)>>,
     /// Non-zero inside `with torch.cuda.graph(...)`.
     capture_depth: u32,
 }
@@ -189,7 +190,7 @@ impl<'a> SummaryBuilder<'a> {
         model: &SemanticModel,
         function: &'a ast::StmtFunctionDef,
         qualname: &str,
-        class: Option<&'a str>,
+        class: Option<&str>,
         self_name: Option<&'a str>,
     ) {
         let mut markers: Vec<Marker> = self.def_line_marker(function).into_iter().collect();
@@ -278,9 +279,9 @@ impl<'a> SummaryBuilder<'a> {
         self.locals.push(locals);
         self.loop_depths.push(0);
         self.local_defs.push(FxHashMap::default());
-        self.saved_method_self.push(self.method_self);
+        self.saved_method_self.push(self.method_self.clone());
         if let (Some(class), Some(self_name)) = (class, self_name) {
-            self.method_self = Some((class, self_name));
+            self.method_self = Some((Rc::from(class), self_name));
         }
     }
 
@@ -384,8 +385,10 @@ impl<'a> SummaryBuilder<'a> {
         self.module_defs.contains(name).then(|| name.to_string())
     }
 
-    fn self_context(&self) -> Option<(&'a str, &'a str)> {
+    pub(crate) fn self_context(&self) -> Option<(&str, &'a str)> {
         self.method_self
+            .as_ref()
+            .map(|(class, self_name)| (&**class, *self_name))
     }
 
     /// Instances held by an expression: `self.mlp`, a local bound to `MLP(...)`, `self.layers[i]`.

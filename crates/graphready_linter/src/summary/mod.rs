@@ -128,6 +128,10 @@ pub struct FunctionSummary {
 pub struct ClassSummary {
     pub name: String,
     pub bases: Vec<Ref>,
+    /// Bases that are values whose type the index computes: a class defined in a function
+    /// deriving from a local that holds a class object (`class Builder(base):` after `base =
+    /// backend.get_builder_cls()`, or a `type[X]` parameter).
+    pub typed_bases: Vec<TypePath>,
     /// Whether a base is `torch.nn.Module` itself.
     pub direct_module: bool,
     /// Attributes holding instances of known classes: `self.mlp = MLP(...)`, and the members of

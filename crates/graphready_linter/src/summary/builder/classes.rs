@@ -15,24 +15,25 @@ impl<'a> SummaryBuilder<'a> {
         class: &'a ast::StmtClassDef,
         name: String,
     ) {
-        let bases: Vec<Ref> = class
-            .arguments
-            .as_ref()
-            .map(|arguments| {
-                arguments
-                    .args
-                    .iter()
-                    .filter_map(|base| {
-                        // `Builder[Metadata]`: a generic base is its class.
-                        let base = match base {
-                            Expr::Subscript(subscript) => &subscript.value,
-                            other => other,
-                        };
-                        self.reference(model, base)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut bases = Vec::new();
+        let mut typed_bases = Vec::new();
+        for base in class.arguments.iter().flat_map(|arguments| &arguments.args) {
+            // `Builder[Metadata]`: a generic base is its class.
+            let base = match base {
+                Expr::Subscript(subscript) => &subscript.value,
+                other => other,
+            };
+            // A class made in a function from a class object it was given or computed
+            // (`base = backend.get_builder_cls()`, `class Builder(base):`): the index decides.
+            if let Some(path) = matches!(base, Expr::Name(_))
+                .then(|| self.type_path(model, base))
+                .flatten()
+            {
+                typed_bases.push(path);
+            } else if let Some(reference) = self.reference(model, base) {
+                bases.push(reference);
+            }
+        }
         let direct_module = bases.iter().any(|base| {
             matches!(base, Ref::Qualified(q) if q == "torch.nn.Module" || q == "torch.nn.modules.module.Module")
         });
@@ -42,11 +43,12 @@ impl<'a> SummaryBuilder<'a> {
         let mut summary = ClassSummary {
             name,
             bases,
+            typed_bases,
             direct_module,
             compiled,
             ..ClassSummary::default()
         };
-        summary.fields = self.fields(model, class);
+        summary.fields = self.fields(model, class, &summary.name);
         for stmt in &class.body {
             if let Stmt::FunctionDef(method) = stmt {
                 summary.methods.push(method.name.id.to_string());
@@ -82,9 +84,9 @@ impl<'a> SummaryBuilder<'a> {
         &mut self,
         model: &SemanticModel,
         class: &'a ast::StmtClassDef,
+        class_name: &str,
     ) -> Vec<(String, TypePath)> {
         let mut fields = Vec::new();
-        let class_name = class.name.id.as_str();
         for stmt in &class.body {
             match stmt {
                 Stmt::AnnAssign(assign) => {
@@ -117,7 +119,7 @@ impl<'a> SummaryBuilder<'a> {
     fn method_fields(
         &mut self,
         model: &SemanticModel,
-        class: &'a str,
+        class: &str,
         method: &'a ast::StmtFunctionDef,
         fields: &mut Vec<(String, TypePath)>,
     ) {
@@ -140,7 +142,9 @@ impl<'a> SummaryBuilder<'a> {
                 locals.insert(parameter.parameter.name.id.as_str(), TypePath::of_type(ty));
             }
         }
-        let saved = self.method_self.replace((class, self_name));
+        let saved = self
+            .method_self
+            .replace((std::rc::Rc::from(class), self_name));
         self.locals.push(locals);
         // Locals the fields are built from (`impl_cls = self.backend.get_impl_cls()`), in source
         // order.

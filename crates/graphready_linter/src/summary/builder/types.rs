@@ -207,7 +207,7 @@ impl<'a> SummaryBuilder<'a> {
                     return None;
                 }
                 if let (Expr::Name(receiver), Some((class, self_name))) =
-                    (&*attribute.value, self.method_self)
+                    (&*attribute.value, self.self_context())
                 {
                     if receiver.id.as_str() == self_name {
                         return Some(TypePath {
@@ -231,7 +231,7 @@ impl<'a> SummaryBuilder<'a> {
                     if model.qualified_name(&call.func).is_none() {
                         let method = attribute.attr.id.to_string();
                         if let (Expr::Name(receiver), Some((class, self_name))) =
-                            (&*attribute.value, self.method_self)
+                            (&*attribute.value, self.self_context())
                         {
                             if receiver.id.as_str() == self_name {
                                 return Some(TypePath {

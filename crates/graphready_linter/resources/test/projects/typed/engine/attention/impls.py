@@ -14,7 +14,14 @@ class PagedImpl(AttentionImpl):
         return q * pages
 
 
-class ImplBackend:
+class Backend:
+    @staticmethod
+    def get_impl_cls():
+        # Says nothing itself: what the overrides return is what a `Backend` may return.
+        raise NotImplementedError
+
+
+class ImplBackend(Backend):
     @staticmethod
     def get_impl_cls() -> type["AttentionImpl"]:
         return PagedImpl
