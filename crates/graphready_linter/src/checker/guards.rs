@@ -4,8 +4,9 @@
 //! then outside capture? It understands `not`, `and`, `or` (De Morgan included), capture flags
 //! (`torch.cuda.is_current_stream_capturing()` and configured equivalents,
 //! `torch.compiler.is_compiling()`, helpers that return them, names bound to them: see
-//! `semantic::predicates`), `x.is_cuda` (a CPU tensor never syncs a device) and the configured
-//! debug guards.
+//! `semantic::predicates`), `x.is_cuda` (a CPU tensor never syncs a device), a module's
+//! `self.training` (inference, captured or not, runs in eval mode: SpecAugment masking and
+//! dropout seeds under `if self.training:` never run there) and the configured debug guards.
 
 use crate::semantic::{SemanticModel, Ty};
 use crate::settings::Settings;
@@ -109,6 +110,13 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
             }
         }
         Expr::Attribute(attribute) if attribute.attr.id.as_str() == "is_cuda" => negated,
+        Expr::Attribute(attribute)
+            if attribute.attr.id.as_str() == "training"
+                && matches!(&*attribute.value, Expr::Name(name)
+                    if model.self_name() == Some(name.id.as_str())) =>
+        {
+            !negated
+        }
         Expr::Compare(compare) if negated => {
             // `x.device.type == "cuda"` is false only for host tensors.
             compare.ops.len() == 1
