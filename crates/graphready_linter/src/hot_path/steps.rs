@@ -16,16 +16,19 @@ use std::collections::VecDeque;
 /// How many callers the upward search visits at most.
 const MAX_CALLERS: usize = 4096;
 
-/// Words in a function's name that say it runs once, not every step.
 /// First words of a name that start set-up (`init_weights`, `from_pretrained`) unless a later
-/// word names per-step work (`init_forward_metadata`).
+/// word names per-step work (`init_forward_metadata`, `ForwardBatch.init_new`,
+/// `init_prefill_positions`, a request's `init_from_prompt`).
 const SET_UP_FIRST_WORDS: &[&str] = &["init", "from", "configure", "register"];
 
-/// Words that name per-step work.
+/// Words that name per-step work: the step itself, and the batch, requests and prompts it
+/// takes in.
 const STEP_WORDS: &[&str] = &[
     "forward", "step", "metadata", "replay", "batch", "decode", "extend", "sample", "verify",
+    "new", "prefill", "request", "req", "prompt",
 ];
 
+/// Words in a function's name that say it runs once, not every step.
 const SET_UP_WORDS: &[&str] = &[
     "warmup",
     "capture",
@@ -284,6 +287,9 @@ mod tests {
             "Runner.forward_decode",
             "init_forward_metadata",
             "init_forward_metadata_replay_cuda_graph",
+            "ForwardBatch.init_new",
+            "RopeState.init_prefill_positions",
+            "WatermarkState.init_from_prompt",
             "prepare_for_decode",
             "sample",
             "uploaded",

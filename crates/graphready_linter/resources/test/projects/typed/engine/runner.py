@@ -38,6 +38,7 @@ class Scheduler:
         # Set-up: runs once.
         warm = torch.zeros(4, device="cuda")
         self.ready = warm.sum().item() == 0
+        self.init_buffers(warm)
 
     def next_batch(self):
         return None
@@ -62,9 +63,18 @@ class Scheduler:
             if not self.has_unfinished(logits.max() == self.eos):
                 break
             self.media(x, logits)
+            self.init_request(token)
             self.last_position = positions.max().item()
 
     def media(self, grid: torch.Tensor, lengths: torch.Tensor):
         for size in grid.tolist():
             media_positions(size, 2)
         token_positions(lengths)
+
+    def init_request(self, slots: torch.Tensor):
+        # `init_*`, but for a request: the loop calls it every step.
+        self.slots = int(slots.sum())
+
+    def init_buffers(self, warm: torch.Tensor):
+        # Only the constructor calls it: set-up.
+        self.total = warm.sum().item()
