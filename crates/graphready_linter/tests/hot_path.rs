@@ -3,8 +3,8 @@
 //! annotation, a backend base class with two subclasses reached through an attribute typed by a
 //! forward reference (class hierarchy analysis, template methods), a decorated rotary forward, a
 //! runner that replays and samples, a scheduler loop that drives it, an attention layer whose
-//! implementation class its backend returns (`type[...]`) or one made in a function from it,
-//! and the set-up and
+//! implementation class its backend returns (`type[...]`) or one made in a function from it, a
+//! generation mixin dispatching by method name to its decode loop, and the set-up and
 //! harness code that must stay out of the default scope.
 
 use graphready_linter::project::{self, Options, Scope, SourceFile};
@@ -161,6 +161,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "TritonBackend.forward_decode"
                 ],
             ),
+            // The decode loop `generate` reaches through its table of method names runs until the
+            // sequences finish: its body runs every step, `generate`'s own check once per call.
+            finding(
+                "engine/generation.py",
+                29,
+                "GR104",
+                "stall",
+                &["Generator._greedy", "Generator.finished"],
+            ),
             // Annotated `torch.LongTensor` and passed a device tensor: a size read on the host.
             // `media_positions` (line 9) is annotated so too, but its only caller passes a row of
             // a host list: the call site wins again, and nothing is reported there.
@@ -247,6 +256,7 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
     assert_eq!(
         cold,
         vec![
+            ("engine/generation.py", 15),
             ("engine/runner.py", 30),
             ("engine/runner.py", 40),
             ("engine/runner.py", 80),

@@ -367,11 +367,11 @@ impl<'a> Visitor<'a> for Checker<'a> {
             Stmt::If(if_stmt) => self.visit_if(if_stmt),
             Stmt::While(while_stmt) => {
                 // The test runs on every iteration too.
-                self.summary.enter_loop(while_stmt.range);
+                self.summary.enter_loop(while_stmt.range, true);
                 self.visit_expr(&while_stmt.test);
                 self.truth_test(&while_stmt.test);
                 self.visit_block(&while_stmt.body);
-                self.summary.exit_loop();
+                self.summary.exit_loop(true);
                 self.visit_block(&while_stmt.orelse);
             }
             Stmt::Assert(assert) => {
@@ -423,9 +423,9 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 self.summary
                     .loop_target(&self.model, &for_stmt.target, &for_stmt.iter);
                 self.visit_expr(&for_stmt.target);
-                self.summary.enter_loop(for_stmt.range);
+                self.summary.enter_loop(for_stmt.range, false);
                 self.visit_block(&for_stmt.body);
-                self.summary.exit_loop();
+                self.summary.exit_loop(false);
                 self.visit_block(&for_stmt.orelse);
             }
             Stmt::With(with) => {

@@ -143,6 +143,16 @@ impl ProjectIndex<'_> {
             None => true,
         }
     }
+
+    /// Whether a function calls a decode loop that runs until the sequences finish
+    /// (`generate` dispatching to `_sample`): it runs once per generation, above the steps, even
+    /// where it also runs the model itself (the encoder, the prompt).
+    fn calls_decode_loop(&self, node: NodeId) -> bool {
+        self.resolved_sites(node)
+            .iter()
+            .flatten()
+            .any(|&callee| callee != node && self.function(callee).runs_model_until_done)
+    }
 }
 
 /// What the code shows of the per-step host path.
@@ -167,6 +177,9 @@ pub(super) fn find(index: &ProjectIndex, captured: &FxHashMap<NodeId, Option<Nod
         let function = index.function(node);
         let seeds = function.runs_model_in_loop || function.runs_model || function.replays_graph;
         if !seeds || captured.contains_key(&node) || !index.may_drive_steps(node) {
+            continue;
+        }
+        if !function.runs_model_in_loop && index.calls_decode_loop(node) {
             continue;
         }
         if function.runs_model_in_loop {
@@ -218,6 +231,7 @@ pub(super) fn find(index: &ProjectIndex, captured: &FxHashMap<NodeId, Option<Nod
             let call = &index.function(caller).calls[site];
             if !index.may_drive_steps(caller)
                 || !index.resolve(caller.module, &call.target).contains(&callee)
+                || (!index.function(caller).runs_model_in_loop && index.calls_decode_loop(caller))
             {
                 continue;
             }

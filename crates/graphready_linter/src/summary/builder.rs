@@ -70,8 +70,14 @@ pub(crate) struct SummaryBuilder<'a> {
     /// Locals whose type the index can compute (annotated parameters, assignments from typed
     /// expressions), per function.
     locals: Vec<FxHashMap<&'a str, TypePath>>,
-    /// Loop bodies entered, per function.
+    /// Loop bodies entered, per function, and how many of them are `while` bodies.
     loop_depths: Vec<u32>,
+    while_depths: Vec<u32>,
+    /// Locals bound to methods of `self` looked up by name (`getattr(type(self), MODES[mode])`),
+    /// per function.
+    method_aliases: Vec<FxHashMap<&'a str, Vec<String>>>,
+    /// Module-level dicts whose values are strings (`MODES = {Mode.SAMPLE: "_sample"}`).
+    string_tables: FxHashMap<&'a str, Vec<String>>,
     /// Nested `def`s visible by name, per function.
     local_defs: Vec<FxHashMap<&'a str, String>>,
     /// Top-level functions and classes of the module.
@@ -99,6 +105,9 @@ impl<'a> SummaryBuilder<'a> {
             instances: Vec::new(),
             locals: Vec::new(),
             loop_depths: Vec::new(),
+            while_depths: Vec::new(),
+            method_aliases: Vec::new(),
+            string_tables: FxHashMap::default(),
             local_defs: Vec::new(),
             module_defs: FxHashSet::default(),
             method_self: None,
@@ -117,8 +126,64 @@ impl<'a> SummaryBuilder<'a> {
                 Stmt::ClassDef(class) => {
                     self.module_defs.insert(class.name.id.as_str());
                 }
+                Stmt::Assign(ast::StmtAssign { targets, value, .. }) => {
+                    if let ([Expr::Name(name)], Expr::Dict(dict)) = (targets.as_slice(), &**value) {
+                        let names: Vec<String> = dict
+                            .items
+                            .iter()
+                            .filter_map(|item| match &item.value {
+                                Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
+                                _ => None,
+                            })
+                            .filter(|value| is_identifier(value))
+                            .collect();
+                        if !names.is_empty() {
+                            self.string_tables.insert(name.id.as_str(), names);
+                        }
+                    }
+                }
                 _ => {}
             }
+        }
+    }
+
+    /// The methods of `self` a lookup by name may return: `getattr(self, "name")`,
+    /// `getattr(type(self), MODES[mode])` with `MODES` a module-level dict of method names
+    /// (also `self.__class__` and `cls`).
+    pub(crate) fn self_methods_named(&self, expr: &Expr) -> Option<Vec<String>> {
+        let Expr::Call(call) = expr else {
+            return None;
+        };
+        if !matches!(&*call.func, Expr::Name(name) if name.id.as_str() == "getattr") {
+            return None;
+        }
+        let [receiver, key, ..] = &*call.arguments.args else {
+            return None;
+        };
+        let (_, self_name) = self.self_context()?;
+        let is_self =
+            |expr: &Expr| matches!(expr, Expr::Name(name) if name.id.as_str() == self_name);
+        let on_self = match receiver {
+            Expr::Name(name) => name.id.as_str() == self_name || name.id.as_str() == "cls",
+            Expr::Call(inner) => {
+                matches!(&*inner.func, Expr::Name(name) if name.id.as_str() == "type")
+                    && inner.arguments.args.first().is_some_and(is_self)
+            }
+            Expr::Attribute(attribute) => {
+                attribute.attr.id.as_str() == "__class__" && is_self(&attribute.value)
+            }
+            _ => false,
+        };
+        if !on_self {
+            return None;
+        }
+        match key {
+            Expr::StringLiteral(s) => Some(vec![s.value.to_str().to_string()]),
+            Expr::Subscript(subscript) => match &*subscript.value {
+                Expr::Name(table) => self.string_tables.get(table.id.as_str()).cloned(),
+                _ => None,
+            },
+            _ => None,
         }
     }
 
@@ -259,6 +324,7 @@ impl<'a> SummaryBuilder<'a> {
             replays_graph: false,
             runs_model: false,
             runs_model_in_loop: false,
+            runs_model_until_done: false,
             loops: Vec::new(),
             returns: Ty::Unknown,
             params,
@@ -278,6 +344,8 @@ impl<'a> SummaryBuilder<'a> {
         self.instances.push(FxHashMap::default());
         self.locals.push(locals);
         self.loop_depths.push(0);
+        self.while_depths.push(0);
+        self.method_aliases.push(FxHashMap::default());
         self.local_defs.push(FxHashMap::default());
         self.saved_method_self.push(self.method_self.clone());
         if let (Some(class), Some(self_name)) = (class, self_name) {
@@ -286,11 +354,16 @@ impl<'a> SummaryBuilder<'a> {
     }
 
     /// A `for` or `while` body is about to be visited (`range`: the whole statement).
-    pub(crate) fn enter_loop(&mut self, range: ruff_text_size::TextRange) {
+    pub(crate) fn enter_loop(&mut self, range: ruff_text_size::TextRange, is_while: bool) {
         let Some(depth) = self.loop_depths.last_mut() else {
             return;
         };
         *depth += 1;
+        if is_while {
+            if let Some(depth) = self.while_depths.last_mut() {
+                *depth += 1;
+            }
+        }
         if *depth == 1 {
             let lines = (self.line_of(range.start()), self.line_of(range.end()));
             if let Some(function) = self.building.last_mut() {
@@ -299,9 +372,14 @@ impl<'a> SummaryBuilder<'a> {
         }
     }
 
-    pub(crate) fn exit_loop(&mut self) {
+    pub(crate) fn exit_loop(&mut self, is_while: bool) {
         if let Some(depth) = self.loop_depths.last_mut() {
             *depth = depth.saturating_sub(1);
+        }
+        if is_while {
+            if let Some(depth) = self.while_depths.last_mut() {
+                *depth = depth.saturating_sub(1);
+            }
         }
     }
 
@@ -312,6 +390,8 @@ impl<'a> SummaryBuilder<'a> {
         self.instances.pop();
         self.locals.pop();
         self.loop_depths.pop();
+        self.while_depths.pop();
+        self.method_aliases.pop();
         let inferred = self.return_types.pop().flatten().unwrap_or(Ty::Host);
         // An annotation that names a host list (of lists) says more than host values returned
         // through helpers nothing types (`-> list[list[int]]`).
@@ -482,6 +562,17 @@ impl<'a> SummaryBuilder<'a> {
         let Expr::Name(name) = target else {
             return;
         };
+        let aliases = self.self_methods_named(value);
+        if let Some(scope) = self.method_aliases.last_mut() {
+            match aliases {
+                Some(methods) => {
+                    scope.insert(name.id.as_str(), methods);
+                }
+                None => {
+                    scope.remove(name.id.as_str());
+                }
+            }
+        }
         let path = self.type_path(model, value);
         self.bind_local(name.id.as_str(), path);
         let refs = match value {
@@ -532,4 +623,13 @@ fn collect_imports(stmt: &Stmt, imports: &mut FxHashMap<String, String>, model: 
         }
         _ => {}
     }
+}
+
+/// Whether a string could name a method (`"_sample"`, not `"org/repo"`).
+fn is_identifier(value: &str) -> bool {
+    let mut chars = value.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

@@ -105,6 +105,10 @@ pub struct FunctionSummary {
     pub runs_model: bool,
     /// Runs a model inside a `for` or `while` body: a decode loop.
     pub runs_model_in_loop: bool,
+    /// Runs a model inside a `while` body: a decode loop that runs until the sequences finish,
+    /// so that whoever calls the function is above the steps (a `for` over a fixed count is
+    /// the step's own inner loop: speculative drafts).
+    pub runs_model_until_done: bool,
     /// Line ranges (inclusive) of the function's outermost loops.
     pub loops: Vec<(u32, u32)>,
     pub returns: Ty,

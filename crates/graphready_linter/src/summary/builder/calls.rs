@@ -26,6 +26,24 @@ impl SummaryBuilder<'_> {
 
     /// What a call expression may invoke, as far as this module can tell.
     fn call_targets(&self, model: &SemanticModel, func: &Expr) -> Vec<CallTarget> {
+        // A method of `self` looked up by name: `getattr(self, "m")(...)`, or a local bound to
+        // such a lookup (`decoding_method = getattr(type(self), MODES[mode])`).
+        let looked_up = match func {
+            Expr::Name(name) => self
+                .method_aliases
+                .last()
+                .and_then(|scope| scope.get(name.id.as_str()).cloned()),
+            other => self.self_methods_named(other),
+        };
+        if let (Some(methods), Some((class, _))) = (looked_up, self.self_context()) {
+            return methods
+                .into_iter()
+                .map(|method| CallTarget::SelfMethod {
+                    class: class.to_string(),
+                    method,
+                })
+                .collect();
+        }
         let instances = self.instances_of(func);
         if !instances.is_empty() {
             return instances
@@ -132,9 +150,11 @@ impl SummaryBuilder<'_> {
         }
         if self.capture_depth == 0 && runs_model(call, self.method_self.is_some()) {
             let in_loop = self.loop_depths.last().is_some_and(|depth| *depth > 0);
+            let in_while = self.while_depths.last().is_some_and(|depth| *depth > 0);
             if let Some(function) = self.building.last_mut() {
                 if in_loop {
                     function.runs_model_in_loop = true;
+                    function.runs_model_until_done |= in_while;
                 } else {
                     function.runs_model = true;
                 }
