@@ -170,6 +170,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["Generator._greedy", "Generator.finished"],
             ),
+            // A head module built by the constructor, which nothing reaches, defined in another
+            // module: the file is typed again with the project's module classes.
+            finding(
+                "engine/logits.py",
+                17,
+                "GR302",
+                "stall",
+                &["LogitsComputer.compute_logits"],
+            ),
             // Annotated `torch.LongTensor` and passed a device tensor: a size read on the host.
             // `media_positions` (line 9) is annotated so too, but its only caller passes a row of
             // a host list: the call site wins again, and nothing is reported there.

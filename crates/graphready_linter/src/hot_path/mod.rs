@@ -284,16 +284,26 @@ impl<'s> HotPath<'s> {
     }
 
     /// The modules where a function reached from an entry point calls a function `known` says
-    /// (qualified names through imports).
+    /// (qualified names through imports), or an instance of a class it says (`self.head(x)`
+    /// with `self.head = LogitsHead()` built by the constructor, which nothing reaches).
     pub fn modules_calling(&self, known: impl Fn(&str) -> bool) -> Vec<usize> {
         let mut modules: Vec<usize> = self
             .captured
             .keys()
             .chain(self.stalled.keys())
             .filter(|node| {
-                self.index.function(**node).calls.iter().any(|site| {
-                    matches!(&site.target, CallTarget::Function(Ref::Qualified(q)) if known(q))
-                })
+                self.index
+                    .function(**node)
+                    .calls
+                    .iter()
+                    .any(|site| match &site.target {
+                        CallTarget::Function(Ref::Qualified(q))
+                        | CallTarget::InstanceMethod {
+                            class: Ref::Qualified(q),
+                            ..
+                        } => known(q),
+                        _ => false,
+                    })
             })
             .map(|node| node.module)
             .collect();
