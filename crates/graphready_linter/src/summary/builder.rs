@@ -116,7 +116,8 @@ impl<'a> SummaryBuilder<'a> {
         }
     }
 
-    /// The module's top-level functions and classes, before anything is visited.
+    /// The module's top-level functions and classes, and its dicts of method names, before
+    /// anything is visited.
     pub(crate) fn module_definitions(&mut self, body: &'a [Stmt]) {
         for stmt in body {
             match stmt {
