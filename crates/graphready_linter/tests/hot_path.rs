@@ -4,7 +4,8 @@
 //! forward reference (class hierarchy analysis, template methods), a decorated rotary forward, a
 //! runner that replays and samples, a scheduler loop that drives it, an attention layer whose
 //! implementation class its backend returns (`type[...]`) or one made in a function from it, a
-//! generation mixin dispatching by method name to its decode loop, and the set-up and
+//! generation mixin dispatching by method name to its decode loop, penalizers held in a dict
+//! comprehension, and the set-up and
 //! harness code that must stay out of the default scope.
 
 use graphready_linter::project::{self, Options, Scope, SourceFile};
@@ -197,6 +198,19 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "GR302",
                 "capture",
                 &["Model.forward"],
+            ),
+            // Penalizers built by a dict comprehension from the classes given, read through
+            // `.values()`: each one's `apply` runs every step.
+            finding(
+                "engine/penalties.py",
+                23,
+                "GR202",
+                "stall",
+                &[
+                    "Orchestrator.apply",
+                    "Penalizer.apply",
+                    "MinTokensPenalizer._apply"
+                ],
             ),
             // The decorator's wrapper runs on every call of the rotary forward.
             finding(

@@ -126,6 +126,16 @@ impl ProjectIndex<'_> {
                     ..value
                 },
                 PathStep::Construct => TypeVal::default(),
+                PathStep::Elements => TypeVal {
+                    elements: true,
+                    ..value
+                },
+                // A dict's `.values()` and a container's copy hold the same elements.
+                PathStep::Call(method)
+                    if value.elements && matches!(method.as_str(), "values" | "copy") =>
+                {
+                    value
+                }
                 PathStep::Attr(name) => {
                     let mut next = TypeVal::default();
                     for &class in &value.classes {

@@ -44,6 +44,8 @@ pub enum PathStep {
     /// `cls(...)` of a class object (`impl_cls = backend.get_impl_cls(); impl_cls(...)`): an
     /// instance. Of anything else: nothing known.
     Construct,
+    /// A container of the value: what a comprehension builds (`{P: P(self) for P in classes}`).
+    Elements,
 }
 
 impl TypePath {

@@ -268,8 +268,62 @@ impl<'a> SummaryBuilder<'a> {
                 .type_path_depth(model, &if_expr.body, depth + 1)
                 .or_else(|| self.type_path_depth(model, &if_expr.orelse, depth + 1)),
             Expr::Named(named) => self.type_path_depth(model, &named.value, depth + 1),
+            Expr::ListComp(ast::ExprListComp {
+                elt, generators, ..
+            })
+            | Expr::SetComp(ast::ExprSetComp {
+                elt, generators, ..
+            })
+            | Expr::Generator(ast::ExprGenerator {
+                elt, generators, ..
+            }) => self.comprehension_path(model, elt, generators, depth),
+            Expr::DictComp(ast::ExprDictComp {
+                value, generators, ..
+            }) => self.comprehension_path(model, value, generators, depth),
             _ => None,
         }
+    }
+
+    /// What a comprehension builds: a container of its element, which may be the loop variable
+    /// itself or an instance made from it (`{P: P(self) for P in penalizer_classes}`).
+    fn comprehension_path(
+        &self,
+        model: &SemanticModel,
+        element: &Expr,
+        generators: &[ast::Comprehension],
+        depth: u8,
+    ) -> Option<TypePath> {
+        let [generator] = generators else {
+            return None;
+        };
+        let target = match &generator.target {
+            Expr::Name(name) => Some(name.id.as_str()),
+            _ => None,
+        };
+        let is_target =
+            |expr: &Expr| matches!(expr, Expr::Name(name) if Some(name.id.as_str()) == target);
+        let item = || {
+            self.type_path_depth(model, &generator.iter, depth + 1)
+                .map(|path| path.then(PathStep::Item))
+        };
+        let path = match element {
+            expr if is_target(expr) => item()?,
+            Expr::Call(call) if is_target(&call.func) => item()?.then(PathStep::Construct),
+            // Anything else made from the loop variable is not followed (it is not a local, and a
+            // local of the same name outside would be the wrong one).
+            other
+                if target.is_some_and(|target| {
+                    ruff_python_ast::helpers::any_over_expr(
+                        other,
+                        |expr| matches!(expr, Expr::Name(name) if name.id.as_str() == target),
+                    )
+                }) =>
+            {
+                return None;
+            }
+            other => self.type_path_depth(model, other, depth + 1)?,
+        };
+        Some(path.then(PathStep::Elements))
     }
 
     fn local_type(&self, name: &str) -> Option<TypePath> {
