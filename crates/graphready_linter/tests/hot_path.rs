@@ -5,7 +5,7 @@
 //! runner that replays and samples, a scheduler loop that drives it, an attention layer whose
 //! implementation class its backend returns (`type[...]`) or one made in a function from it, a
 //! generation mixin dispatching by method name to its decode loop, penalizers held in a dict
-//! comprehension, and the set-up and
+//! comprehension, processors appended to a `list` subclass, and the set-up and
 //! harness code that must stay out of the default scope.
 
 use graphready_linter::project::{self, Options, Scope, SourceFile};
@@ -210,6 +210,29 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "Orchestrator.apply",
                     "Penalizer.apply",
                     "MinTokensPenalizer._apply"
+                ],
+            ),
+            // A `list` subclass calling each processor in turn holds what is appended to it.
+            finding(
+                "engine/processors.py",
+                14,
+                "GR102",
+                "stall",
+                &[
+                    "sample_step",
+                    "ProcessorList.__call__",
+                    "NGramBlocker.__call__"
+                ],
+            ),
+            finding(
+                "engine/processors.py",
+                15,
+                "GR302",
+                "stall",
+                &[
+                    "sample_step",
+                    "ProcessorList.__call__",
+                    "NGramBlocker.__call__"
                 ],
             ),
             // The decorator's wrapper runs on every call of the rotary forward.

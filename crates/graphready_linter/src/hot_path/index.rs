@@ -42,6 +42,9 @@ pub struct ProjectIndex<'s> {
     /// The bases classes take from values (`class Builder(base):` in a function, `base` a class
     /// object): see [`ClassSummary::typed_bases`].
     typed_bases: FxHashMap<ClassId, Vec<ClassId>>,
+    /// The classes whose instances are put into instances of a container class (see
+    /// [`ModuleSummary::container_appends`]).
+    pub(super) container_elements: FxHashMap<ClassId, Vec<ClassId>>,
     /// Where each module's classes start in a flat numbering, for per-class memos.
     class_offsets: Vec<usize>,
     /// Every class below each class, transitively, computed when first asked.
@@ -73,6 +76,7 @@ impl<'s> ProjectIndex<'s> {
             harness: Vec::with_capacity(modules.len()),
             subclasses: FxHashMap::default(),
             typed_bases: FxHashMap::default(),
+            container_elements: FxHashMap::default(),
             class_offsets: Vec::with_capacity(modules.len()),
             all_subclasses: Vec::new(),
             function_offsets: Vec::with_capacity(modules.len()),
@@ -161,7 +165,44 @@ impl<'s> ProjectIndex<'s> {
             .take(functions)
             .collect();
         index.add_typed_bases();
+        index.add_container_elements();
         index
+    }
+
+    /// What project code puts into instances of container classes, evaluated on the finished
+    /// hierarchy.
+    fn add_container_elements(&mut self) {
+        let index = &*self;
+        let pairs: Vec<(ClassId, ClassId)> = self
+            .modules
+            .par_iter()
+            .enumerate()
+            .flat_map_iter(|(module, summary)| {
+                summary
+                    .container_appends
+                    .iter()
+                    .flat_map(move |(receiver, element)| {
+                        let Some(element) = index.class_of(module, element) else {
+                            return Vec::new();
+                        };
+                        let container = index.eval_path(module, receiver);
+                        if container.elements || container.class_object {
+                            return Vec::new();
+                        }
+                        container
+                            .classes
+                            .into_iter()
+                            .map(|class| (class, element))
+                            .collect()
+                    })
+            })
+            .collect();
+        for (container, element) in pairs {
+            let elements = self.container_elements.entry(container).or_default();
+            if !elements.contains(&element) {
+                elements.push(element);
+            }
+        }
     }
 
     /// Bases that are values: evaluated on the hierarchy the class statements name, then added

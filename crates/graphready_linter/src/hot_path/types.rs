@@ -117,6 +117,23 @@ impl ProjectIndex<'_> {
                 return TypeVal::default();
             }
             value = match step {
+                // An instance of a container class (`for processor in self:` in a `list`
+                // subclass): what the project puts into such containers.
+                PathStep::Item
+                    if !value.elements
+                        && value
+                            .classes
+                            .iter()
+                            .any(|class| self.container_elements.contains_key(class)) =>
+                {
+                    let mut next = TypeVal::default();
+                    for class in &value.classes {
+                        for &element in self.container_elements.get(class).into_iter().flatten() {
+                            next.push(element);
+                        }
+                    }
+                    next
+                }
                 PathStep::Item => TypeVal {
                     elements: false,
                     ..value

@@ -594,8 +594,18 @@ impl<'a> SummaryBuilder<'a> {
         let Expr::Name(name) = target else {
             return;
         };
-        let path = self
-            .type_path(model, iter)
+        // `for processor in self:` in a method of a container class: its elements.
+        let over_self = match (iter, self.self_context()) {
+            (Expr::Name(iter), Some((class, self_name))) if iter.id.as_str() == self_name => {
+                Some(TypePath {
+                    root: super::PathRoot::SelfOf(class.to_string()),
+                    steps: Vec::new(),
+                })
+            }
+            _ => None,
+        };
+        let path = over_self
+            .or_else(|| self.type_path(model, iter))
             .map(|path| path.then(PathStep::Item));
         self.bind_local(name.id.as_str(), path);
         let refs = self.instances_of(iter);

@@ -225,6 +225,10 @@ pub struct ModuleSummary {
     pub callable_entries: Vec<CallableEntry>,
     /// Qualified names of imported callables this module calls (for cross-module typing).
     pub imported_callees: rustc_hash::FxHashSet<String>,
+    /// Instances of project classes put into containers whose type the index computes:
+    /// `processors.append(NoRepeatNGramLogitsProcessor(...))` with `processors =
+    /// LogitsProcessorList()`. What iterating or indexing such a container yields.
+    pub container_appends: Vec<(TypePath, Ref)>,
 }
 
 /// An import under which a table keyed by qualified name must also answer (a re-export):

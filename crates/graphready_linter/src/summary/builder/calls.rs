@@ -4,7 +4,7 @@
 
 use super::{is_external, SummaryBuilder};
 use crate::semantic::{SemanticModel, Ty};
-use crate::summary::{ArgKey, CallSite, CallTarget, CallableEntry, EntryReason};
+use crate::summary::{ArgKey, CallSite, CallTarget, CallableEntry, EntryReason, Ref};
 use ruff_python_ast::{self as ast, Expr};
 
 impl SummaryBuilder<'_> {
@@ -128,6 +128,7 @@ impl SummaryBuilder<'_> {
         if self.building.is_empty() {
             return;
         }
+        self.container_append(model, call);
         if let Expr::Attribute(attribute) = &*call.func {
             if attribute.attr.id.as_str() == "replay" && call.arguments.is_empty() {
                 if let Some(function) = self.building.last_mut() {
@@ -190,6 +191,32 @@ impl SummaryBuilder<'_> {
                 }
             }
         }
+    }
+
+    /// `x.append(C(...))`, `x.insert(i, C(...))` with `C` a project class and `x` a value whose
+    /// type the index computes (a `list` subclass): see
+    /// [`crate::summary::ModuleSummary::container_appends`].
+    fn container_append(&mut self, model: &SemanticModel, call: &ast::ExprCall) {
+        let Expr::Attribute(attribute) = &*call.func else {
+            return;
+        };
+        let value = match (attribute.attr.id.as_str(), &*call.arguments.args) {
+            ("append", [value]) | ("insert", [_, value]) => value,
+            _ => return,
+        };
+        let Expr::Call(constructed) = value else {
+            return;
+        };
+        let Some(class) = self.reference(model, &constructed.func) else {
+            return;
+        };
+        if matches!(&class, Ref::Qualified(q) if is_external(q)) {
+            return;
+        }
+        let Some(receiver) = self.type_path(model, &attribute.value) else {
+            return;
+        };
+        self.summary.container_appends.push((receiver, class));
     }
 
     /// `torch.cuda.make_graphed_callables(f, ...)`, `torch.compile(f, mode=...)` and
