@@ -38,10 +38,10 @@ pub struct ProjectIndex<'s> {
     /// Whether each module is a measuring harness (see [`super::steps::is_harness_module`]).
     harness: Vec<bool>,
     /// Direct subclasses of each class that has any.
-    subclasses: FxHashMap<ClassId, Vec<ClassId>>,
+    pub(super) subclasses: FxHashMap<ClassId, Vec<ClassId>>,
     /// The bases classes take from values (`class Builder(base):` in a function, `base` a class
     /// object): see [`ClassSummary::typed_bases`].
-    typed_bases: FxHashMap<ClassId, Vec<ClassId>>,
+    pub(super) typed_bases: FxHashMap<ClassId, Vec<ClassId>>,
     /// The classes whose instances are put into instances of a container class (see
     /// [`ModuleSummary::container_appends`]).
     pub(super) container_elements: FxHashMap<ClassId, Vec<ClassId>>,
@@ -169,80 +169,8 @@ impl<'s> ProjectIndex<'s> {
         index
     }
 
-    /// What project code puts into instances of container classes, evaluated on the finished
-    /// hierarchy.
-    fn add_container_elements(&mut self) {
-        let index = &*self;
-        let pairs: Vec<(ClassId, ClassId)> = self
-            .modules
-            .par_iter()
-            .enumerate()
-            .flat_map_iter(|(module, summary)| {
-                summary
-                    .container_appends
-                    .iter()
-                    .flat_map(move |(receiver, element)| {
-                        let Some(element) = index.class_of(module, element) else {
-                            return Vec::new();
-                        };
-                        let container = index.eval_path(module, receiver);
-                        if container.elements || container.class_object {
-                            return Vec::new();
-                        }
-                        container
-                            .classes
-                            .into_iter()
-                            .map(|class| (class, element))
-                            .collect()
-                    })
-            })
-            .collect();
-        for (container, element) in pairs {
-            let elements = self.container_elements.entry(container).or_default();
-            if !elements.contains(&element) {
-                elements.push(element);
-            }
-        }
-    }
-
-    /// Bases that are values: evaluated on the hierarchy the class statements name, then added
-    /// to it. The memos filled on the way are dropped.
-    fn add_typed_bases(&mut self) {
-        let index = &*self;
-        let edges: Vec<(ClassId, ClassId)> = self
-            .modules
-            .par_iter()
-            .enumerate()
-            .flat_map_iter(|(module, summary)| {
-                summary
-                    .classes
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, class)| !class.typed_bases.is_empty())
-                    .flat_map(move |(class, summary)| {
-                        summary
-                            .typed_bases
-                            .iter()
-                            .flat_map(move |path| {
-                                let value = index.eval_path(module, path);
-                                if value.class_object {
-                                    value.classes
-                                } else {
-                                    Vec::new()
-                                }
-                            })
-                            .filter(move |&base| base != (module, class))
-                            .map(move |base| (base, (module, class)))
-                    })
-            })
-            .collect();
-        if edges.is_empty() {
-            return;
-        }
-        for (base, sub) in edges {
-            self.subclasses.entry(base).or_default().push(sub);
-            self.typed_bases.entry(sub).or_default().push(base);
-        }
+    /// Drops what the memos learned (on a hierarchy that has grown since).
+    pub(super) fn clear_memos(&mut self) {
         for slot in &mut self.all_subclasses {
             *slot = std::sync::OnceLock::new();
         }
@@ -257,14 +185,6 @@ impl<'s> ProjectIndex<'s> {
         for counter in [&self.fanouts, &self.largest_fanout, &self.capped_fanouts] {
             counter.store(0, Relaxed);
         }
-    }
-
-    /// The bases a class takes from values (see [`ClassSummary::typed_bases`]).
-    fn typed_bases_of(&self, module: usize, class: &str) -> &[ClassId] {
-        self.classes[module]
-            .get(class)
-            .and_then(|&index| self.typed_bases.get(&(module, index)))
-            .map_or(&[], Vec::as_slice)
     }
 
     /// Whether a module is a measuring harness: tests, benchmarks, examples.
@@ -569,25 +489,6 @@ impl<'s> ProjectIndex<'s> {
                         self.method_in(m, &self.modules[m].classes[c].name, method, depth - 1)
                     })
             })
-    }
-
-    /// Whether a class derives from `torch.nn.Module` itself, through project classes only.
-    pub(super) fn derives_from_module(&self, module: usize, class: &str) -> bool {
-        let Some(start) = self.class_named(module, class) else {
-            return false;
-        };
-        let mut seen = FxHashSet::default();
-        let mut pending = vec![start];
-        while let Some(current) = pending.pop() {
-            if !seen.insert(current) || seen.len() > 64 {
-                continue;
-            }
-            if self.class_summary(current).direct_module {
-                return true;
-            }
-            pending.extend(self.bases_of(current));
-        }
-        false
     }
 
     /// Whether a class derives from `torch.nn.Module` (or from a base outside the project, which

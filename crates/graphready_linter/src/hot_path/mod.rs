@@ -8,6 +8,7 @@
 //! forwards, then from per-step entries; attach reach and chain to each diagnostic.
 
 mod args;
+mod derived;
 mod index;
 mod steps;
 mod types;

@@ -81,6 +81,25 @@ impl ProjectIndex<'_> {
         value
     }
 
+    /// Whether a class derives from `torch.nn.Module` itself, through project classes only.
+    pub(super) fn derives_from_module(&self, module: usize, class: &str) -> bool {
+        let Some(start) = self.class_named(module, class) else {
+            return false;
+        };
+        let mut seen = FxHashSet::default();
+        let mut pending = vec![start];
+        while let Some(current) = pending.pop() {
+            if !seen.insert(current) || seen.len() > 64 {
+                continue;
+            }
+            if self.class_summary(current).direct_module {
+                return true;
+            }
+            pending.extend(self.bases_of(current));
+        }
+        false
+    }
+
     /// The type of an expression's path, written in `module`.
     pub fn eval_path(&self, module: usize, path: &TypePath) -> TypeVal {
         self.eval_path_depth(module, path, MAX_DEPTH)

@@ -4,6 +4,7 @@
 
 mod annotations;
 mod cache;
+mod calls;
 mod classes;
 mod host_memory;
 mod masks;

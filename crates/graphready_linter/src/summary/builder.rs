@@ -14,6 +14,7 @@ use std::rc::Rc;
 
 mod calls;
 mod classes;
+mod lookups;
 mod types;
 
 /// Decorators that mark an eager break (breakable-graph runtimes, compiler opt-outs).
@@ -127,64 +128,9 @@ impl<'a> SummaryBuilder<'a> {
                 Stmt::ClassDef(class) => {
                     self.module_defs.insert(class.name.id.as_str());
                 }
-                Stmt::Assign(ast::StmtAssign { targets, value, .. }) => {
-                    if let ([Expr::Name(name)], Expr::Dict(dict)) = (targets.as_slice(), &**value) {
-                        let names: Vec<String> = dict
-                            .items
-                            .iter()
-                            .filter_map(|item| match &item.value {
-                                Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
-                                _ => None,
-                            })
-                            .filter(|value| is_identifier(value))
-                            .collect();
-                        if !names.is_empty() {
-                            self.string_tables.insert(name.id.as_str(), names);
-                        }
-                    }
-                }
+                Stmt::Assign(assign) => self.string_table(assign),
                 _ => {}
             }
-        }
-    }
-
-    /// The methods of `self` a lookup by name may return: `getattr(self, "name")`,
-    /// `getattr(type(self), MODES[mode])` with `MODES` a module-level dict of method names
-    /// (also `self.__class__` and `cls`).
-    pub(crate) fn self_methods_named(&self, expr: &Expr) -> Option<Vec<String>> {
-        let Expr::Call(call) = expr else {
-            return None;
-        };
-        if !matches!(&*call.func, Expr::Name(name) if name.id.as_str() == "getattr") {
-            return None;
-        }
-        let [receiver, key, ..] = &*call.arguments.args else {
-            return None;
-        };
-        let (_, self_name) = self.self_context()?;
-        let is_self =
-            |expr: &Expr| matches!(expr, Expr::Name(name) if name.id.as_str() == self_name);
-        let on_self = match receiver {
-            Expr::Name(name) => name.id.as_str() == self_name || name.id.as_str() == "cls",
-            Expr::Call(inner) => {
-                matches!(&*inner.func, Expr::Name(name) if name.id.as_str() == "type")
-                    && inner.arguments.args.first().is_some_and(is_self)
-            }
-            Expr::Attribute(attribute) => {
-                attribute.attr.id.as_str() == "__class__" && is_self(&attribute.value)
-            }
-            _ => false,
-        };
-        if !on_self {
-            return None;
-        }
-        match key {
-            Expr::StringLiteral(s) => Some(vec![s.value.to_str().to_string()]),
-            Expr::Subscript(subscript) => match &*subscript.value {
-                Expr::Name(table) => self.string_tables.get(table.id.as_str()).cloned(),
-                _ => None,
-            },
-            _ => None,
         }
     }
 
@@ -634,13 +580,4 @@ fn collect_imports(stmt: &Stmt, imports: &mut FxHashMap<String, String>, model: 
         }
         _ => {}
     }
-}
-
-/// Whether a string could name a method (`"_sample"`, not `"org/repo"`).
-fn is_identifier(value: &str) -> bool {
-    let mut chars = value.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

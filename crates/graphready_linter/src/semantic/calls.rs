@@ -1,0 +1,199 @@
+//! What a call returns: PyTorch's functions and tensor methods, the project's own functions
+//! and classes (through the facts of earlier phases), builtins, and calls told where to build
+//! their result.
+
+use super::host_memory;
+use super::model::{Binding, SemanticModel};
+use super::syntax::{is_cpu_device, keyword};
+use super::tensor_api::{self, Returns};
+use super::types::Ty;
+use ruff_python_ast::{self as ast, Expr};
+
+impl SemanticModel<'_> {
+    pub(super) fn call_ty(&self, call: &ast::ExprCall) -> Ty {
+        match self.known_call_ty(call) {
+            Ty::Unknown => built_on_host(call).unwrap_or_default(),
+            ty => ty,
+        }
+    }
+
+    fn known_call_ty(&self, call: &ast::ExprCall) -> Ty {
+        if self.is_predicate_call(call) {
+            return Ty::CaptureFlag;
+        }
+        let has_dim = call.arguments.args.len() > 1
+            || call.arguments.keywords.iter().any(|keyword| {
+                keyword
+                    .arg
+                    .as_ref()
+                    .is_some_and(|arg| arg.id.as_str() == "dim")
+            });
+        if let Some(qualified) = self.qualified_name(&call.func) {
+            if let Some(ty) = self
+                .types
+                .facts
+                .returns
+                .and_then(|known| known.get(&*qualified))
+            {
+                return *ty;
+            }
+            if self
+                .types
+                .facts
+                .module_classes
+                .is_some_and(|classes| classes.contains(&*qualified))
+            {
+                return Ty::Module;
+            }
+            let ty = tensor_api::torch_function_result(&qualified, has_dim)
+                .map_or(Ty::Unknown, Ty::from);
+            if ty == Ty::Tensor && on_host_device(call) {
+                if let Some(host) = self.host_function_ty(&qualified, call) {
+                    return host;
+                }
+            }
+            return ty;
+        }
+        match &*call.func {
+            Expr::Name(name) => match name.id.as_str() {
+                "int" | "float" | "bool" | "str" | "len" | "repr" | "list" | "tuple" | "dict"
+                | "set" | "range" | "sum" | "abs" | "round" | "isinstance" | "hasattr"
+                | "getattr" | "id" | "hash" | "sorted" | "enumerate" | "zip" | "slice" => {
+                    // `sum`/`abs`/`getattr` of a tensor return tensors; be careful.
+                    match name.id.as_str() {
+                        "sum" | "abs" | "getattr" => Ty::Unknown,
+                        // `range` objects index like lists.
+                        "list" | "sorted" | "range" => Ty::HostList,
+                        "bool"
+                            if call
+                                .arguments
+                                .args
+                                .first()
+                                .is_some_and(|arg| self.ty(arg) == Ty::CaptureFlag) =>
+                        {
+                            Ty::CaptureFlag
+                        }
+                        _ => Ty::Host,
+                    }
+                }
+                // An instance of this module's `nn.Module` subclass.
+                other if self.classes.get(other).is_some_and(|class| class.module) => Ty::Module,
+                other => match self.lookup(other) {
+                    Some(Binding::Value(Ty::Module)) => Ty::Tensor,
+                    Some(Binding::Value(Ty::Host)) | None => {
+                        self.local_return(other).unwrap_or_default()
+                    }
+                    _ => Ty::Unknown,
+                },
+            },
+            Expr::Attribute(attribute) => {
+                if self.attribute_ty(attribute) == Ty::Module {
+                    // `self.proj(x)` with `self.proj = nn.Linear(...)`.
+                    return Ty::Tensor;
+                }
+                let method = attribute.attr.id.as_str();
+                if let Some(class) = self.instance_class(&attribute.value) {
+                    let qualname = format!("{class}.{method}");
+                    return self.local_return(&qualname).unwrap_or_default();
+                }
+                // Whatever has it (a tensor, a NumPy array), `tolist()` makes a Python list.
+                if method == "tolist" && call.arguments.is_empty() {
+                    return Ty::HostList;
+                }
+                let receiver = self.ty(&attribute.value);
+                if let Some(ty) = self.transfer_ty(call, method, receiver, &attribute.value) {
+                    return ty;
+                }
+                match receiver {
+                    Ty::Array => Ty::Array,
+                    ty if ty.is_host_tensor() => match tensor_api::tensor_method_result(
+                        method,
+                        has_dim_for_method(call),
+                        call.arguments.args.len(),
+                    ) {
+                        Some(Returns::Tensor) => host_memory::method_memory(ty, method),
+                        other => other.map_or(Ty::Unknown, Ty::from),
+                    },
+                    Ty::Tensor => tensor_api::tensor_method_result(
+                        method,
+                        has_dim_for_method(call),
+                        call.arguments.args.len(),
+                    )
+                    .map_or(Ty::Unknown, Ty::from),
+                    Ty::Unknown if tensor_api::is_tensor_only_method(method) => Ty::Tensor,
+                    // In a module that never imports NumPy, `.any()`, `.sum()`, `.nonzero()` and
+                    // the rest of the tensor API belong to tensors.
+                    Ty::Unknown
+                        if !self.imports_numpy
+                            && !tensor_api::is_shared_method(method, call.arguments.len())
+                            && tensor_api::tensor_method_result(method, false, 0)
+                                == Some(Returns::Tensor)
+                            && self.qualified_name(&attribute.value).is_none() =>
+                    {
+                        Ty::Tensor
+                    }
+                    _ => Ty::Unknown,
+                }
+            }
+            other => match self.ty(other) {
+                Ty::Module => Ty::Tensor,
+                _ => Ty::Unknown,
+            },
+        }
+    }
+}
+
+/// What an unknown function or method told to build its result on the CPU returns
+/// (`grammar.allocate_vocab_mask(n, device="cpu")`): a host tensor, pinned when it was asked to
+/// be. Constructors (capitalised names) build objects, and loaders (`load_file(path,
+/// device="cpu")`) state dicts, not tensors.
+fn built_on_host(call: &ast::ExprCall) -> Option<Ty> {
+    let name = match &*call.func {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+        _ => return None,
+    };
+    if name.starts_with(|c: char| c.is_ascii_uppercase())
+        || name.starts_with("load")
+        || matches!(name, "to" | "cpu")
+    {
+        return None;
+    }
+    if !keyword(call, "device").is_some_and(is_cpu_device) {
+        return None;
+    }
+    let pinned = keyword(call, "pin_memory")
+        .is_some_and(|pin| matches!(pin, Expr::BooleanLiteral(b) if b.value));
+    Some(if pinned {
+        Ty::PinnedTensor
+    } else {
+        Ty::PageableTensor
+    })
+}
+
+/// Whether a call's device is the host: `device="cpu"` or none at all (a `**kwargs` splat may
+/// hold one).
+fn on_host_device(call: &ast::ExprCall) -> bool {
+    match keyword(call, "device") {
+        Some(device) => is_cpu_device(device),
+        None => !call
+            .arguments
+            .keywords
+            .iter()
+            .any(|keyword| keyword.arg.is_none()),
+    }
+}
+
+/// `t.max(0)` / `t.max(dim=0)` return tuples; `t.max()` and `t.max(other)` do not (the latter is
+/// the element-wise maximum, a tensor). A positional integer literal counts as a dimension.
+fn has_dim_for_method(call: &ast::ExprCall) -> bool {
+    call.arguments.keywords.iter().any(|keyword| {
+        keyword
+            .arg
+            .as_ref()
+            .is_some_and(|arg| arg.id.as_str() == "dim")
+    }) || matches!(
+        call.arguments.args.first(),
+        Some(Expr::NumberLiteral(_) | Expr::UnaryOp(_))
+    )
+}
