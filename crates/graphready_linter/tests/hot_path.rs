@@ -5,7 +5,8 @@
 //! runner that replays and samples, a scheduler loop that drives it, an attention layer whose
 //! implementation class its backend returns (`type[...]`) or one made in a function from it, a
 //! generation mixin dispatching by method name to its decode loop, penalizers held in a dict
-//! comprehension, processors appended to a `list` subclass, and the set-up and
+//! comprehension, processors appended to a `list` subclass, an attention function held in a
+//! local, and the set-up and
 //! harness code that must stay out of the default scope.
 
 use graphready_linter::project::{self, Options, Scope, SourceFile};
@@ -150,6 +151,14 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "FlashBackend.init_forward_metadata",
                     "IndicesUpdater.update_sliding_window"
                 ],
+            ),
+            // The default an attention registry falls back to, held in an annotated local.
+            finding(
+                "engine/attention/interface.py",
+                11,
+                "GR104",
+                "capture",
+                &["SelfAttention.forward", "eager_attention"],
             ),
             finding(
                 "engine/attention/triton.py",

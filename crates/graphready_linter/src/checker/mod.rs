@@ -409,6 +409,14 @@ impl<'a> Visitor<'a> for Checker<'a> {
                     None => self.model.annotation_ty(&assign.annotation),
                 };
                 self.model.bind_target(&assign.target, ty);
+                if let Some(value) = &assign.value {
+                    self.summary.annotated_assignment(
+                        &self.model,
+                        &assign.target,
+                        &assign.annotation,
+                        value,
+                    );
+                }
             }
             Stmt::AugAssign(assign) => {
                 self.visit_expr(&assign.value);

@@ -3,7 +3,7 @@
 //! The checker feeds it at the same visit points where it runs the rules, with the semantic
 //! model as it stands there.
 
-use super::{FunctionSummary, Marker, ModuleSummary, PathStep, Ref, TypePath};
+use super::{FunctionSummary, Marker, ModuleSummary, Ref, TypePath};
 use crate::semantic::{keyword, SemanticModel, Ty};
 use crate::util::last_segment;
 use ruff_python_ast::{self as ast, Expr, Stmt};
@@ -12,6 +12,7 @@ use ruff_text_size::Ranged;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::rc::Rc;
 
+mod bindings;
 mod calls;
 mod classes;
 mod lookups;
@@ -77,6 +78,11 @@ pub(crate) struct SummaryBuilder<'a> {
     /// Locals bound to methods of `self` looked up by name (`getattr(type(self), MODES[mode])`),
     /// per function.
     method_aliases: Vec<FxHashMap<&'a str, Vec<String>>>,
+    /// Locals that may hold a function of the project, per function: `fn = helper`, or the
+    /// result of a call given one (`attention = registry.get_interface(name,
+    /// eager_attention_forward)`, `functools.partial(helper, x)`). Every binding adds: a later
+    /// call may run any of them.
+    function_aliases: Vec<FxHashMap<&'a str, Vec<Ref>>>,
     /// Module-level dicts whose values are strings (`MODES = {Mode.SAMPLE: "_sample"}`).
     string_tables: FxHashMap<&'a str, Vec<String>>,
     /// Nested `def`s visible by name, per function.
@@ -108,6 +114,7 @@ impl<'a> SummaryBuilder<'a> {
             loop_depths: Vec::new(),
             while_depths: Vec::new(),
             method_aliases: Vec::new(),
+            function_aliases: Vec::new(),
             string_tables: FxHashMap::default(),
             local_defs: Vec::new(),
             module_defs: FxHashSet::default(),
@@ -293,6 +300,7 @@ impl<'a> SummaryBuilder<'a> {
         self.loop_depths.push(0);
         self.while_depths.push(0);
         self.method_aliases.push(FxHashMap::default());
+        self.function_aliases.push(FxHashMap::default());
         self.local_defs.push(FxHashMap::default());
         self.saved_method_self.push(self.method_self.clone());
         if let (Some(class), Some(self_name)) = (class, self_name) {
@@ -339,6 +347,7 @@ impl<'a> SummaryBuilder<'a> {
         self.loop_depths.pop();
         self.while_depths.pop();
         self.method_aliases.pop();
+        self.function_aliases.pop();
         let inferred = self.return_types.pop().flatten().unwrap_or(Ty::Host);
         // An annotation that names a host list (of lists) says more than host values returned
         // through helpers nothing types (`-> list[list[int]]`).
@@ -482,83 +491,6 @@ impl<'a> SummaryBuilder<'a> {
         );
         if let Some(function) = self.building.last_mut() {
             function.capture_blocks.push(range);
-        }
-    }
-
-    /// `x = MLP(...)` binds `x` to an instance, for `x(...)` and `x.method(...)` later.
-    pub(crate) fn assignment(&mut self, model: &SemanticModel, target: &'a Expr, value: &Expr) {
-        // `metadata, layer, cache = context(name)`: each name holds an element of the result
-        // (the index knows the result's element classes, not their positions).
-        if let Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) =
-            target
-        {
-            let element = matches!(value, Expr::Call(_))
-                .then(|| self.type_path(model, value))
-                .flatten()
-                .map(|path| path.then(PathStep::Item));
-            for elt in elts {
-                if let Expr::Name(name) = elt {
-                    self.bind_local(name.id.as_str(), element.clone());
-                    if let Some(scope) = self.instances.last_mut() {
-                        scope.remove(name.id.as_str());
-                    }
-                }
-            }
-            return;
-        }
-        let Expr::Name(name) = target else {
-            return;
-        };
-        let aliases = self.self_methods_named(value);
-        if let Some(scope) = self.method_aliases.last_mut() {
-            match aliases {
-                Some(methods) => {
-                    scope.insert(name.id.as_str(), methods);
-                }
-                None => {
-                    scope.remove(name.id.as_str());
-                }
-            }
-        }
-        let path = self.type_path(model, value);
-        self.bind_local(name.id.as_str(), path);
-        let refs = match value {
-            Expr::Call(call) => self.reference(model, &call.func).into_iter().collect(),
-            other => self.instances_of(other),
-        };
-        if let Some(scope) = self.instances.last_mut() {
-            if refs.is_empty() {
-                scope.remove(name.id.as_str());
-            } else {
-                scope.insert(name.id.as_str(), refs);
-            }
-        }
-    }
-
-    /// `for layer in self.layers:` binds `layer` to the members' classes.
-    pub(crate) fn loop_target(&mut self, model: &SemanticModel, target: &'a Expr, iter: &Expr) {
-        let Expr::Name(name) = target else {
-            return;
-        };
-        // `for processor in self:` in a method of a container class: its elements.
-        let over_self = match (iter, self.self_context()) {
-            (Expr::Name(iter), Some((class, self_name))) if iter.id.as_str() == self_name => {
-                Some(TypePath {
-                    root: super::PathRoot::SelfOf(class.to_string()),
-                    steps: Vec::new(),
-                })
-            }
-            _ => None,
-        };
-        let path = over_self
-            .or_else(|| self.type_path(model, iter))
-            .map(|path| path.then(PathStep::Item));
-        self.bind_local(name.id.as_str(), path);
-        let refs = self.instances_of(iter);
-        if let Some(scope) = self.instances.last_mut() {
-            if !refs.is_empty() {
-                scope.insert(name.id.as_str(), refs);
-            }
         }
     }
 }

@@ -24,8 +24,26 @@ impl SummaryBuilder<'_> {
         }
     }
 
-    /// What a call expression may invoke, as far as this module can tell.
+    /// What a call expression may invoke, as far as this module can tell: what the callee
+    /// resolves to, and the project's functions a local callee may hold.
     fn call_targets(&self, model: &SemanticModel, func: &Expr) -> Vec<CallTarget> {
+        let mut targets = self.callee_targets(model, func);
+        if let Expr::Name(name) = func {
+            let held = self
+                .function_aliases
+                .last()
+                .and_then(|scope| scope.get(name.id.as_str()));
+            for function in held.into_iter().flatten() {
+                let target = CallTarget::Function(function.clone());
+                if !targets.contains(&target) {
+                    targets.push(target);
+                }
+            }
+        }
+        targets
+    }
+
+    fn callee_targets(&self, model: &SemanticModel, func: &Expr) -> Vec<CallTarget> {
         // A method of `self` looked up by name: `getattr(self, "m")(...)`, or a local bound to
         // such a lookup (`decoding_method = getattr(type(self), MODES[mode])`).
         let looked_up = match func {

@@ -1,10 +1,36 @@
-//! Methods looked up by name: `getattr(self, "name")`, and `getattr(type(self), MODES[mode])`
-//! through a module-level dict of method names.
+//! Callables held in locals: methods looked up by name (`getattr(self, "name")`,
+//! `getattr(type(self), MODES[mode])` through a module-level dict of method names) and the
+//! project's functions a local may hold.
 
-use super::SummaryBuilder;
+use super::{is_external, SummaryBuilder};
+use crate::semantic::SemanticModel;
+use crate::summary::Ref;
 use ruff_python_ast::{self as ast, Expr};
 
 impl<'a> SummaryBuilder<'a> {
+    /// The project's functions (or classes: the index keeps only functions) a value may be:
+    /// a reference itself (`fn = helper`), or the result of a call given references as
+    /// arguments, which may hand one back (`registry.get_interface(name,
+    /// eager_attention_forward)`, `functools.partial(helper, x)`, `torch.compile(step)`).
+    pub(super) fn functions_held(&self, model: &SemanticModel, value: &Expr) -> Vec<Ref> {
+        let reference = |expr: &Expr| match expr {
+            Expr::Name(_) | Expr::Attribute(_) => self
+                .reference(model, expr)
+                .filter(|r| !matches!(r, Ref::Qualified(q) if is_external(q))),
+            _ => None,
+        };
+        match value {
+            Expr::Call(call) => call
+                .arguments
+                .args
+                .iter()
+                .chain(call.arguments.keywords.iter().map(|keyword| &keyword.value))
+                .filter_map(reference)
+                .collect(),
+            other => reference(other).into_iter().collect(),
+        }
+    }
+
     /// `MODES = {Mode.SAMPLE: "_sample", ...}` at module level: the names it holds.
     pub(super) fn string_table(&mut self, assign: &'a ast::StmtAssign) {
         let ([Expr::Name(name)], Expr::Dict(dict)) = (assign.targets.as_slice(), &*assign.value)
