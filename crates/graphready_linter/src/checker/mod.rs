@@ -224,12 +224,11 @@ impl<'a> Checker<'a> {
     }
 
     fn qualify(&self, name: &str) -> String {
-        if let Some(class) = &self.class_body {
-            return format!("{class}.{name}");
-        }
-        match (&self.function, self.classes.last()) {
-            (Some(function), _) => format!("{function}.{name}"),
-            (None, Some(_)) => format!("{}.{name}", self.classes.join(".")),
+        // A class body's `def`s and classes are qualified by the class; anything else inside a
+        // function by the function.
+        match (&self.class_body, &self.function) {
+            (Some(class), _) => format!("{class}.{name}"),
+            (None, Some(function)) => format!("{function}.{name}"),
             (None, None) => name.to_string(),
         }
     }
