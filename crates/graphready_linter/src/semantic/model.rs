@@ -66,7 +66,7 @@ pub struct SemanticModel<'a> {
     /// point (once per rule), and an import is almost never shadowed between those questions.
     qualified_cache: RefCell<NodeCache<Option<Rc<str>>>>,
     /// Bumped whenever a binding changes; memoised answers of older generations are stale.
-    pub(super) generation: u32,
+    pub(super) generation: std::cell::Cell<u32>,
     /// The dotted name of this module's package, for relative imports (`None`: unknown).
     package: Option<String>,
     pub(super) classes: FxHashMap<&'a str, ClassInfo<'a>>,
@@ -96,7 +96,7 @@ impl<'a> SemanticModel<'a> {
             import_names: FxHashSet::default(),
             imports_numpy: false,
             qualified_cache: RefCell::new(NodeCache::new()),
-            generation: 0,
+            generation: std::cell::Cell::new(0),
             package,
             classes: FxHashMap::default(),
             method_context: Vec::new(),
@@ -106,7 +106,14 @@ impl<'a> SemanticModel<'a> {
 
     /// Forgets memoised answers: a binding changed.
     pub(super) fn invalidate(&mut self) {
-        self.generation = self.generation.wrapping_add(1);
+        self.forget_answers();
+    }
+
+    /// Forgets memoised answers without a binding change: the memos are keyed by node address,
+    /// so an expression parsed for a moment (a string annotation) must not leave answers that a
+    /// later one, allocated at the same address, would read as its own.
+    pub fn forget_answers(&self) {
+        self.generation.set(self.generation.get().wrapping_add(1));
     }
 
     pub fn push_scope(&mut self, is_class: bool) {
@@ -347,7 +354,11 @@ impl<'a> SemanticModel<'a> {
         let key = std::ptr::from_ref(expr) as usize;
         // Answers hold until a binding changes: a node can be asked about before a later import
         // binds its root (a class scan reads method bodies ahead of their local imports).
-        if let Some(known) = self.qualified_cache.borrow().get(key, self.generation) {
+        if let Some(known) = self
+            .qualified_cache
+            .borrow()
+            .get(key, self.generation.get())
+        {
             return known.clone();
         }
         let mut root = expr;
@@ -362,7 +373,7 @@ impl<'a> SemanticModel<'a> {
         };
         self.qualified_cache
             .borrow_mut()
-            .insert(key, self.generation, answer.clone());
+            .insert(key, self.generation.get(), answer.clone());
         answer
     }
 

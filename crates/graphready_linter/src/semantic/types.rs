@@ -318,14 +318,14 @@ impl<'a> SemanticModel<'a> {
     /// The inferred type of an expression.
     pub fn ty(&self, expr: &Expr) -> Ty {
         let key = std::ptr::from_ref(expr) as usize;
-        if let Some(known) = self.types.cache.borrow().get(key, self.generation) {
+        if let Some(known) = self.types.cache.borrow().get(key, self.generation.get()) {
             return *known;
         }
         let ty = self.compute_ty(expr);
         self.types
             .cache
             .borrow_mut()
-            .insert(key, self.generation, ty);
+            .insert(key, self.generation.get(), ty);
         ty
     }
 

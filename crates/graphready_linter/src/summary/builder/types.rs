@@ -108,6 +108,8 @@ impl<'a> SummaryBuilder<'a> {
                 if let Ok(parsed) = ruff_python_parser::parse_expression(text) {
                     let expr = parsed.into_syntax().body;
                     self.annotation_classes(model, &expr, out, flags, depth + 1);
+                    // The parsed nodes are freed here: their memoised answers go with them.
+                    model.forget_answers();
                 }
             }
             Expr::BinOp(binop) if matches!(binop.op, ast::Operator::BitOr) => {
