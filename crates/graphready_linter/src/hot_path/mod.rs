@@ -17,8 +17,8 @@ use crate::semantic::Ty;
 use crate::summary::{CallTarget, EntryReason, Marker, ModuleSummary, Ref};
 use graphready_diagnostics::{ChainLink, Diagnostic, Reach};
 pub use index::{NodeId, ProjectIndex};
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
-use std::collections::VecDeque;
 
 /// Whether a function, by its qualified name inside its module, is set-up that runs once rather
 /// than every step: constructors and what they nest, loading, warm-up, capture, profiling
@@ -457,28 +457,33 @@ fn search(
     reached: &mut FxHashMap<NodeId, Option<NodeId>>,
     skip: &FxHashMap<NodeId, Option<NodeId>>,
 ) {
-    let mut queue = VecDeque::new();
+    let admits = |node: &NodeId, reached: &FxHashMap<NodeId, Option<NodeId>>| {
+        !eager.contains(node) && !reached.contains_key(node) && !skip.contains_key(node)
+    };
+    let mut frontier = Vec::new();
     for entry in entries {
-        if eager.contains(&entry.node)
-            || reached.contains_key(&entry.node)
-            || skip.contains_key(&entry.node)
-        {
-            continue;
+        if admits(&entry.node, reached) {
+            reached.insert(entry.node, None);
+            frontier.push(entry.node);
         }
-        reached.insert(entry.node, None);
-        queue.push_back(entry.node);
     }
-    while let Some(node) = queue.pop_front() {
-        for callee in index.callees(node) {
-            if eager.contains(&callee)
-                || reached.contains_key(&callee)
-                || skip.contains_key(&callee)
-                || index.runs_once(callee)
-            {
-                continue;
+    // Breadth first, one level at a time: the level's call sites are resolved in parallel and
+    // merged in order, so that reach and parents are those of a first-in, first-out search.
+    while !frontier.is_empty() {
+        let callees: Vec<Vec<NodeId>> = frontier
+            .par_iter()
+            .with_max_len(8)
+            .map(|node| index.callees(*node))
+            .collect();
+        let mut next = Vec::new();
+        for (node, callees) in frontier.iter().zip(callees) {
+            for callee in callees {
+                if admits(&callee, reached) && !index.runs_once(callee) {
+                    reached.insert(callee, Some(*node));
+                    next.push(callee);
+                }
             }
-            reached.insert(callee, Some(node));
-            queue.push_back(callee);
         }
+        frontier = next;
     }
 }

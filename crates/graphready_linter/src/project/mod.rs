@@ -175,6 +175,8 @@ struct Outcome {
     /// can be judged, and the (line, code) of every finding suppressed in any phase.
     directives: Vec<Directive>,
     used: Vec<(u32, String)>,
+    /// The source's length in bytes: phase 3 starts with the largest files.
+    bytes: usize,
 }
 
 /// Runs the three phases over the files `discover` hands out. Discovery and phase 1 overlap:
@@ -377,8 +379,12 @@ fn phase3(
     again.dedup();
     // Files whose findings are not reported only serve the call graph.
     again.retain(|&i| options.reports(&candidates[outcomes[i].candidate].file.path));
+    // Largest first, one file per task: a large file left for last would keep one thread busy
+    // while the others wait.
+    again.sort_by_key(|&i| std::cmp::Reverse(outcomes[i].bytes));
     let redone: Vec<(usize, Outcome)> = again
         .into_par_iter()
+        .with_max_len(1)
         .filter_map(|i| {
             let c = outcomes[i].candidate;
             // Under `--scope hot`, only the functions whose findings can be reported.
@@ -522,6 +528,7 @@ fn check_file(
         },
         directives: Vec::new(),
         used: Vec::new(),
+        bytes: 0,
     };
     let bytes = match options.read(&candidate.file.path) {
         Ok(bytes) => bytes,
@@ -578,6 +585,7 @@ fn check_file(
         analysis,
         directives,
         used,
+        bytes: source.len(),
     })
 }
 
