@@ -6,8 +6,8 @@
 //! implementation class its backend returns (`type[...]`) or one made in a function from it, a
 //! generation mixin dispatching by method name to its decode loop, penalizers held in a dict
 //! comprehension, processors appended to a `list` subclass, an attention function held in a
-//! local, and the set-up and
-//! harness code that must stay out of the default scope.
+//! local, a batch property whose read copies to the host, and the set-up and harness code that
+//! must stay out of the default scope.
 
 use graphready_linter::project::{self, Options, Scope, SourceFile};
 use graphready_linter::{HotPathSettings, RuleSet, Settings};
@@ -256,17 +256,27 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "dynamic_rope_update.wrapper"
                 ],
             ),
+            // A dataclass's property that copies its device lengths to the host, read in the
+            // runner's forward: the read is the sync. The runner's own lazily made copy lasts
+            // (line 26), and a property that reads metadata (line 24) costs nothing.
+            finding(
+                "engine/runner.py",
+                23,
+                "GR103",
+                "stall",
+                &["Scheduler.run", "ModelRunner.forward"],
+            ),
             // Sampling and the stop check run in the scheduler's loop, every step.
             finding(
                 "engine/runner.py",
-                26,
+                33,
                 "GR101",
                 "stall",
                 &["Scheduler.run", "ModelRunner.sample"],
             ),
             finding(
                 "engine/runner.py",
-                47,
+                60,
                 "GR104",
                 "stall",
                 &["Scheduler.run", "Scheduler.stopped"],
@@ -274,16 +284,16 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // Annotated `bool`, passed a device tensor by the loop: the call site wins.
             finding(
                 "engine/runner.py",
-                53,
+                66,
                 "GR104",
                 "stall",
                 &["Scheduler.run", "Scheduler.has_unfinished"],
             ),
             // In the driving loop itself, though the file is checked again in the second pass.
-            finding("engine/runner.py", 67, "GR101", "stall", &["Scheduler.run"],),
+            finding("engine/runner.py", 80, "GR101", "stall", &["Scheduler.run"],),
             finding(
                 "engine/runner.py",
-                70,
+                83,
                 "GR102",
                 "stall",
                 &["Scheduler.run", "Scheduler.media"],
@@ -291,7 +301,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // `init_*` is set-up, but not when a later word names the step's requests.
             finding(
                 "engine/runner.py",
-                76,
+                89,
                 "GR105",
                 "stall",
                 &["Scheduler.run", "Scheduler.init_request"],
@@ -311,10 +321,13 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
     assert_eq!(
         cold,
         vec![
+            // The property's own copy: its reads are reported where they happen (the property
+            // is read, not called, so nothing reaches it).
+            ("engine/batch.py", 24),
             ("engine/generation.py", 15),
-            ("engine/runner.py", 30),
-            ("engine/runner.py", 40),
-            ("engine/runner.py", 80),
+            ("engine/runner.py", 43),
+            ("engine/runner.py", 53),
+            ("engine/runner.py", 93),
             ("engine/tests/test_runner.py", 8),
             ("engine/tests/test_runner.py", 9),
         ]

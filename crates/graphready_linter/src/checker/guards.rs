@@ -18,8 +18,9 @@ use ruff_python_ast::{self as ast, Expr};
 /// capture: `if key not in CACHE: CACHE[key] = ...` and `if t is None: t = ...; CACHE[key] = t`
 /// with `CACHE` a module global, and `if self.t is None: self.t = ...` where the class never
 /// sets `self.t` back to `None` outside `__init__`. A local or parameter filled in without
-/// being stored (`if out is None: out = torch.empty(...)`), a per-step cache that is reset, and
-/// a cache on some other object (a batch) are made again and stay checked.
+/// being stored (`if out is None: out = torch.empty(...)`), a per-step cache that is reset, a
+/// cache on some other object (a batch) and one on a dataclass's own instance (a record, made
+/// again as data flows) are made again and stay checked.
 pub fn is_lazy_init(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
     let Expr::Compare(compare) = &*if_stmt.test else {
         return false;

@@ -125,6 +125,9 @@ impl<'a> Checker<'a> {
         if !self.enabled(V::RULE) || !self.in_captured_code() {
             return;
         }
+        if V::RULE.family() == crate::registry::Family::Sync {
+            self.summary.host_sync(V::RULE.code());
+        }
         self.diagnostics.push(RawDiagnostic {
             rule: V::RULE,
             range,

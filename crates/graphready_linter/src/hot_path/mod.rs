@@ -10,10 +10,11 @@
 mod args;
 mod derived;
 mod index;
+mod properties;
 mod steps;
 mod types;
 
-use crate::semantic::Ty;
+use crate::semantic::{PropertyRead, Ty};
 use crate::summary::{CallTarget, EntryReason, Marker, ModuleSummary, Ref};
 use graphready_diagnostics::{ChainLink, Diagnostic, Reach};
 pub use index::{NodeId, ProjectIndex};
@@ -79,6 +80,8 @@ pub struct HotPath<'s> {
     pub unmatched: Vec<String>,
     /// No entry point of its own: the public functions were taken as entries (a library).
     pub library: bool,
+    /// The property reads that wait for the device, per function with one.
+    property_reads: FxHashMap<NodeId, Vec<PropertyRead>>,
 }
 
 impl<'s> HotPath<'s> {
@@ -239,6 +242,7 @@ impl<'s> HotPath<'s> {
         dedup_entries(&mut capture_entries);
         dedup_entries(&mut steps);
         let param_types = args::param_types(&index, &captured, &stalled, &drivers);
+        let property_reads = properties::property_reads(&index);
         let mut eager: Vec<NodeId> = eager.into_iter().collect();
         eager.sort();
         HotPath {
@@ -249,6 +253,7 @@ impl<'s> HotPath<'s> {
             captured,
             stalled,
             param_types,
+            property_reads,
             drivers,
             driven_by,
             unmatched,
@@ -347,6 +352,35 @@ impl<'s> HotPath<'s> {
             .filter(|(node, _)| node.module == module)
             .map(|(node, params)| (self.index.function(*node).qualname.clone(), params.clone()))
             .collect()
+    }
+
+    /// The property reads that wait for the device in a module's functions, by the functions'
+    /// qualified names inside the module.
+    pub fn property_reads_in(&self, module: usize) -> FxHashMap<String, Vec<PropertyRead>> {
+        self.property_reads
+            .iter()
+            .filter(|(node, _)| node.module == module)
+            .map(|(node, reads)| (self.index.function(*node).qualname.clone(), reads.clone()))
+            .collect()
+    }
+
+    /// The modules holding a function that may read a property that waits for the device (with
+    /// `reached`, only a reached function).
+    pub fn modules_with_property_reads(&self, reached: bool) -> Vec<usize> {
+        let mut modules: Vec<usize> = self
+            .property_reads
+            .keys()
+            .filter(|node| {
+                !reached
+                    || self.captured.contains_key(node)
+                    || self.stalled.contains_key(node)
+                    || self.drivers.contains(node)
+            })
+            .map(|node| node.module)
+            .collect();
+        modules.sort_unstable();
+        modules.dedup();
+        modules
     }
 
     /// The modules holding a function whose parameters receive device tensors.

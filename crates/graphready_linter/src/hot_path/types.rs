@@ -61,7 +61,7 @@ impl ProjectIndex<'_> {
         }
     }
 
-    fn type_of_ref(&self, module: usize, ty: &TypeRef) -> TypeVal {
+    pub(super) fn type_of_ref(&self, module: usize, ty: &TypeRef) -> TypeVal {
         let mut value = TypeVal {
             elements: ty.elements,
             class_object: ty.class_object,
@@ -320,7 +320,7 @@ impl ProjectIndex<'_> {
     }
 
     /// A method of a class or of its bases (no overrides).
-    fn method_in_class(&self, class: ClassId, method: &str) -> Option<NodeId> {
+    pub(super) fn method_in_class(&self, class: ClassId, method: &str) -> Option<NodeId> {
         let name = &self.class_summary(class).name;
         self.method_of(class.0, name, method)
     }

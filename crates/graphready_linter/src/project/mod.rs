@@ -12,6 +12,7 @@
 //! dropped. The caller walks folders and resolves configuration; this module reads, analyses
 //! and returns data, never prints.
 
+mod external;
 mod modules;
 pub mod scope;
 
@@ -22,9 +23,9 @@ use crate::semantic::ProjectFacts;
 use crate::settings::Settings;
 use crate::summary::ModuleSummary;
 use crate::{
-    ExternalReturns, FileAnalysis, ModuleInfo, SuppressedFinding, UNREADABLE_CODE,
-    UNUSED_SUPPRESSION_CODE,
+    FileAnalysis, ModuleInfo, SuppressedFinding, UNREADABLE_CODE, UNUSED_SUPPRESSION_CODE,
 };
+use external::{external_returns, ExternalFacts};
 use graphready_diagnostics::{Diagnostic, FileDiagnostics, Reach};
 use modules::PackageCache;
 use rayon::prelude::*;
@@ -375,6 +376,8 @@ fn phase3(
     };
     // Modules whose functions receive device tensors from reached callers.
     again.extend(hot.modules_with_param_types());
+    // Modules whose functions read properties that wait for the device.
+    again.extend(hot.modules_with_property_reads(scope == Scope::Hot));
     again.sort_unstable();
     again.dedup();
     // Files whose findings are not reported only serve the call graph.
@@ -390,6 +393,7 @@ fn phase3(
             // Under `--scope hot`, only the functions whose findings can be reported.
             let only = (scope == Scope::Hot).then(|| hot.reportable_functions(i));
             let param_types = hot.param_types_in(i);
+            let property_reads = hot.property_reads_in(i);
             // Returns of the functions `only` skips, as phase 1 found them.
             let own_returns: rustc_hash::FxHashMap<String, crate::semantic::Ty> = only
                 .as_ref()
@@ -409,6 +413,7 @@ fn phase3(
                 uninitialized_buffers: Some(&external.uninitialized),
                 own_returns: Some(&own_returns),
                 module_classes: Some(module_classes),
+                property_reads: Some(&property_reads),
             };
             check_file(c, &candidates[c], options, facts, only.as_ref()).map(|outcome| (i, outcome))
         })
@@ -436,64 +441,6 @@ fn reported(diagnostic: &Diagnostic, scope: Scope) -> bool {
             Reach::Stall => !diagnostic.captured_only,
             Reach::Unknown => scope == Scope::All && !diagnostic.captured_only,
         }
-}
-
-/// Tensor-returning module-level functions by qualified name, including re-exports.
-/// What other modules' functions return, as far as a module's check can use it.
-#[derive(Default)]
-struct ExternalFacts {
-    /// Tensor, host-tensor and capture-flag returns by qualified name.
-    returns: ExternalReturns,
-    /// Functions whose every return is an uninitialised buffer, by qualified name.
-    uninitialized: rustc_hash::FxHashSet<String>,
-}
-
-impl ExternalFacts {
-    fn knows(&self, qualified: &str) -> bool {
-        self.returns.contains_key(qualified) || self.uninitialized.contains(qualified)
-    }
-
-    fn is_empty(&self) -> bool {
-        self.returns.is_empty() && self.uninitialized.is_empty()
-    }
-}
-
-fn external_returns(summaries: &[ModuleSummary]) -> ExternalFacts {
-    let mut table = ExternalReturns::default();
-    let mut uninitialized = rustc_hash::FxHashSet::default();
-    for summary in summaries {
-        let Some(module) = &summary.module else {
-            continue;
-        };
-        for function in &summary.functions {
-            let known = function.returns.is_tensor_like()
-                || function.returns.is_host_tensor()
-                || function.returns == crate::semantic::Ty::CaptureFlag;
-            let module_level = function.class.is_none() && !function.qualname.contains('.');
-            if module_level && known {
-                table.insert(format!("{module}.{}", function.qualname), function.returns);
-            }
-            if module_level && function.returns_uninitialized {
-                uninitialized.insert(format!("{module}.{}", function.qualname));
-            }
-        }
-    }
-    let mut aliases = Vec::new();
-    let mut uninitialized_aliases = Vec::new();
-    for import in crate::summary::import_aliases(summaries) {
-        if let Some(ty) = table.get(import.qualified) {
-            aliases.push((import.alias(), *ty));
-        }
-        if uninitialized.contains(import.qualified) {
-            uninitialized_aliases.push(import.alias());
-        }
-    }
-    table.extend(aliases);
-    uninitialized.extend(uninitialized_aliases);
-    ExternalFacts {
-        returns: table,
-        uninitialized,
-    }
 }
 
 fn display_path(path: &Path) -> String {

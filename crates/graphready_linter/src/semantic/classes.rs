@@ -17,6 +17,10 @@ impl<'a> SemanticModel<'a> {
             ..ClassInfo::default()
         };
         info.module = info.bases.iter().any(|base| self.is_module_class(base));
+        info.record = class
+            .decorator_list
+            .iter()
+            .any(|decorator| crate::util::last_segment(&decorator.expression) == Some("dataclass"));
         let merge = |attributes: &mut rustc_hash::FxHashMap<&'a str, Ty>, name, ty| {
             attributes
                 .entry(name)

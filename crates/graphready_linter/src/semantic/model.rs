@@ -42,6 +42,9 @@ pub struct ClassInfo<'a> {
     pub module: bool,
     /// Attributes set back to `None` outside `__init__` (a cache reset every step).
     pub resets: Vec<&'a str>,
+    /// A `@dataclass`: a record, made anew as data flows (a batch, a step's metadata), so that
+    /// a cache on one of its instances is made again for every record.
+    pub record: bool,
 }
 
 /// The values bindings replaced, in order: undone to leave a clause of an `if` statement.
@@ -461,14 +464,14 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// Whether `self.<attribute>` in the method being visited is a cache that lasts: its class
-    /// never sets it back to `None` outside `__init__`.
+    /// is not a record (a dataclass) and never sets it back to `None` outside `__init__`.
     pub fn is_lasting_self_attribute(&self, receiver: &str, attribute: &str) -> bool {
         self.self_class().is_some_and(|(class, self_name)| {
             self_name == receiver
                 && self
                     .classes
                     .get(class)
-                    .is_some_and(|info| !info.resets.contains(&attribute))
+                    .is_some_and(|info| !info.record && !info.resets.contains(&attribute))
         })
     }
 

@@ -138,6 +138,22 @@ pub struct ProjectFacts<'a> {
     /// The project's `nn.Module` subclasses by qualified name: constructing one makes a module,
     /// whose calls return tensors.
     pub module_classes: Option<&'a rustc_hash::FxHashSet<String>>,
+    /// Function qualified name inside the module → the properties its parameters' reads run
+    /// that wait for the device.
+    pub property_reads: Option<&'a FxHashMap<String, Vec<PropertyRead>>>,
+}
+
+/// A read of a property that waits for the device: `batch.seq_lens_cpu`, where `batch` is an
+/// instance of a class whose `seq_lens_cpu` property copies a device tensor to the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PropertyRead {
+    /// The parameter read (`batch`, or `self`).
+    pub receiver: String,
+    pub attribute: String,
+    /// The property, qualified inside its module (`ForwardBatch.seq_lens_cpu`).
+    pub property: String,
+    /// The code of the sync in the property's body.
+    pub code: &'static str,
 }
 
 /// What the inference remembers besides the bindings: return types, and memoised answers.
@@ -220,6 +236,23 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// Parameters of a function of this module whose type its reached call sites decide.
+    /// The property that reading `receiver.attribute` runs in the function `qualname`, when the
+    /// property waits for the device and `receiver` is still the parameter.
+    pub fn property_read(
+        &self,
+        qualname: &str,
+        receiver: &str,
+        attribute: &str,
+    ) -> Option<&'a PropertyRead> {
+        self.types
+            .facts
+            .property_reads?
+            .get(qualname)?
+            .iter()
+            .find(|read| read.receiver == receiver && read.attribute == attribute)
+            .filter(|_| self.is_parameter(receiver))
+    }
+
     pub fn param_types(&self, qualname: &str) -> &'a [(String, Ty)] {
         self.types
             .facts

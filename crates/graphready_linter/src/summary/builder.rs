@@ -287,6 +287,10 @@ impl<'a> SummaryBuilder<'a> {
             judged_params: Vec::new(),
             returns_uninitialized: false,
             decorators,
+            property: function.decorator_list.iter().any(|decorator| {
+                crate::util::last_segment(&decorator.expression) == Some("property")
+            }),
+            host_sync: None,
         });
         self.return_types.push(None);
         self.annotated_returns.push(
@@ -305,6 +309,13 @@ impl<'a> SummaryBuilder<'a> {
         self.saved_method_self.push(self.method_self.clone());
         if let (Some(class), Some(self_name)) = (class, self_name) {
             self.method_self = Some((Rc::from(class), self_name));
+        }
+    }
+
+    /// A sync-family finding (`code`) in the function being visited, outside any guard.
+    pub(crate) fn host_sync(&mut self, code: &'static str) {
+        if let Some(function) = self.building.last_mut() {
+            function.host_sync.get_or_insert(code);
         }
     }
 

@@ -126,6 +126,11 @@ pub struct FunctionSummary {
     pub returns_uninitialized: bool,
     /// The decorators' callables (`@dynamic_rope_update`, `@cache(...)`'s `cache`).
     pub decorators: Vec<Ref>,
+    /// A `@property`: reading the attribute runs the body.
+    pub property: bool,
+    /// The code of the first sync-family finding in the body outside any guard (`GR103` for a
+    /// `.to("cpu")`): running the function waits for the device.
+    pub host_sync: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, Default)]

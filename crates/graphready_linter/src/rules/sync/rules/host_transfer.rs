@@ -3,7 +3,7 @@ use crate::declare_violation;
 use crate::rules::{host_named, method_call};
 use crate::semantic::{is_cpu_move, is_legacy_host_type, Ty};
 use crate::violation::{Calls, Check, Violation};
-use ruff_python_ast::{self as ast};
+use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
 
 declare_violation! {
@@ -11,6 +11,13 @@ declare_violation! {
     /// Checks for copies of a device tensor to host memory: `.cpu()`, `.to("cpu")`,
     /// `.to(device="cpu")`, `.to(torch.device("cpu"))` and `.type(torch.BoolTensor)` (the legacy
     /// `torch.*Tensor` types other than `torch.cuda.*` are host types).
+    ///
+    /// Also reads of the project's properties that wait for the device: `batch.seq_lens_cpu`,
+    /// where `batch` is a parameter annotated with a class (or `self`) whose `seq_lens_cpu`
+    /// property copies a device tensor to the host (a lazily made copy counts when the class is
+    /// a dataclass, whose instances are made again as data flows). The read looks like a field;
+    /// it is a sync on every step (vLLM's `CommonAttentionMetadata.seq_lens_cpu`,
+    /// <https://github.com/vllm-project/vllm/issues/39537>).
     ///
     /// ## Why is this bad?
     /// A device→host copy into pageable memory waits for the stream to drain. Inside a CUDA graph
@@ -31,8 +38,13 @@ declare_violation! {
     /// ## Known problems
     /// `.numpy()` is never reported: it raises on a device tensor, so its receiver is already on
     /// the host. Receivers named like host mirrors (`*_np`, `*_cpu`) are not reported either.
+    /// Property reads are found only through parameters and `self`, on the class the
+    /// annotation names or a base it inherits the property from (not a subclass's override),
+    /// and only under the default scope's reach and `--scope all`'s second pass;
+    /// `@cached_property` is not followed.
     pub struct HostTransfer {
         call: String,
+        property: Option<(String, &'static str)>,
     }
 }
 
@@ -42,10 +54,17 @@ impl Violation for HostTransfer {
     const CALLS: Calls = Calls::named(&["cpu", "to", "type"]);
 
     fn message(&self) -> String {
-        format!(
-            "`{}` copies a device tensor to host memory and synchronises the stream",
-            self.call
-        )
+        match &self.property {
+            Some((property, code)) => format!(
+                "reading `{}` runs the property `{property}`, which waits for the device \
+                 ({code} in its body)",
+                self.call
+            ),
+            None => format!(
+                "`{}` copies a device tensor to host memory and synchronises the stream",
+                self.call
+            ),
+        }
     }
 
     fn fix_title(&self) -> Option<String> {
@@ -57,6 +76,38 @@ impl Check for HostTransfer {
     fn call<'a>(checker: &mut Checker<'a>, call: &'a ast::ExprCall) {
         host_transfer(checker, call);
     }
+
+    fn expression<'a>(checker: &mut Checker<'a>, expr: &'a Expr) {
+        property_read(checker, expr);
+    }
+}
+
+/// GR103: `batch.seq_lens_cpu`, a property that waits for the device.
+fn property_read(checker: &mut Checker, expr: &Expr) {
+    let Expr::Attribute(attribute) = expr else {
+        return;
+    };
+    let Expr::Name(receiver) = &*attribute.value else {
+        return;
+    };
+    if !attribute.ctx.is_load() {
+        return;
+    }
+    let Some(function) = checker.function() else {
+        return;
+    };
+    let Some(read) =
+        checker
+            .model
+            .property_read(function, receiver.id.as_str(), attribute.attr.as_str())
+    else {
+        return;
+    };
+    let violation = HostTransfer {
+        call: format!("{}.{}", receiver.id, attribute.attr),
+        property: Some((read.property.clone(), read.code)),
+    };
+    checker.report(violation, attribute.range());
 }
 
 /// GR103
@@ -91,5 +142,11 @@ fn host_transfer(checker: &mut Checker, call: &ast::ExprCall) {
         Ty::Unknown if !host_named(receiver) => {}
         _ => return,
     }
-    checker.report(HostTransfer { call: shown }, call.range());
+    checker.report(
+        HostTransfer {
+            call: shown,
+            property: None,
+        },
+        call.range(),
+    );
 }

@@ -14,9 +14,16 @@ class ModelRunner:
         self.model = model
         self.backend = backend
         self.graph = None
+        self.vocab = torch.arange(16, device="cuda")
+        self._vocab_cpu = None
 
     def forward(self, x, positions, batch: ForwardBatch):
         self.backend.init_forward_metadata(batch)
+        # Reading the property copies the device lengths to the host.
+        self.host_lens = batch.seq_lens_cpu
+        self.size = batch.batch_size
+        # A lazily made copy on the runner, which lasts: made once, not every step.
+        self.rows = self.vocab_cpu
         if self.graph is not None:
             self.graph.replay()
             return None
@@ -24,6 +31,12 @@ class ModelRunner:
 
     def sample(self, logits: torch.Tensor) -> int:
         return logits.argmax(-1).item()
+
+    @property
+    def vocab_cpu(self) -> torch.Tensor:
+        if self._vocab_cpu is None:
+            self._vocab_cpu = self.vocab.to("cpu")
+        return self._vocab_cpu
 
     def load_weights(self, weights):
         # Load time: a sync here runs once.

@@ -1,0 +1,63 @@
+//! What other modules' functions return, gathered from the phase-1 summaries for phase 3:
+//! tensor, host-tensor and capture-flag returns, and helpers that return unwritten buffers,
+//! under their qualified names and the names other modules import them as.
+
+use crate::summary::ModuleSummary;
+use crate::ExternalReturns;
+
+/// What other modules' functions return, as far as a module's check can use it.
+#[derive(Default)]
+pub(super) struct ExternalFacts {
+    /// Tensor, host-tensor and capture-flag returns by qualified name.
+    pub(super) returns: ExternalReturns,
+    /// Functions whose every return is an uninitialised buffer, by qualified name.
+    pub(super) uninitialized: rustc_hash::FxHashSet<String>,
+}
+
+impl ExternalFacts {
+    pub(super) fn knows(&self, qualified: &str) -> bool {
+        self.returns.contains_key(qualified) || self.uninitialized.contains(qualified)
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.returns.is_empty() && self.uninitialized.is_empty()
+    }
+}
+
+pub(super) fn external_returns(summaries: &[ModuleSummary]) -> ExternalFacts {
+    let mut table = ExternalReturns::default();
+    let mut uninitialized = rustc_hash::FxHashSet::default();
+    for summary in summaries {
+        let Some(module) = &summary.module else {
+            continue;
+        };
+        for function in &summary.functions {
+            let known = function.returns.is_tensor_like()
+                || function.returns.is_host_tensor()
+                || function.returns == crate::semantic::Ty::CaptureFlag;
+            let module_level = function.class.is_none() && !function.qualname.contains('.');
+            if module_level && known {
+                table.insert(format!("{module}.{}", function.qualname), function.returns);
+            }
+            if module_level && function.returns_uninitialized {
+                uninitialized.insert(format!("{module}.{}", function.qualname));
+            }
+        }
+    }
+    let mut aliases = Vec::new();
+    let mut uninitialized_aliases = Vec::new();
+    for import in crate::summary::import_aliases(summaries) {
+        if let Some(ty) = table.get(import.qualified) {
+            aliases.push((import.alias(), *ty));
+        }
+        if uninitialized.contains(import.qualified) {
+            uninitialized_aliases.push(import.alias());
+        }
+    }
+    table.extend(aliases);
+    uninitialized.extend(uninitialized_aliases);
+    ExternalFacts {
+        returns: table,
+        uninitialized,
+    }
+}
