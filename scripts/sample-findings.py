@@ -124,6 +124,13 @@ def main():
         loc = f"{path}:{line}" + (f":{col}" if col is not None else "")
         print(f"[{i}/{n}] {code}  {loc}")
         print(f"    {msg}")
+        reach = f.get("reach")
+        chain = f.get("chain") or []
+        if reach or chain:
+            links = " -> ".join(
+                link.get("function", "?") if isinstance(link, dict) else str(link)
+                for link in chain)
+            print(f"    reach: {reach or '?'}" + (f"; chain: {links}" if links else ""))
         if path is None or not isinstance(line, int):
             print("    (no path/line to show context for)\n")
             continue

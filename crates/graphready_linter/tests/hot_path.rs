@@ -6,8 +6,9 @@
 //! implementation class its backend returns (`type[...]`) or one made in a function from it, a
 //! generation mixin dispatching by method name to its decode loop, penalizers held in a dict
 //! comprehension, processors appended to a `list` subclass, an attention function held in a
-//! local, a batch property whose read copies to the host, and the set-up and harness code that
-//! must stay out of the default scope.
+//! local, kernels passed around as values (tuples, globals, a called parameter), a batch
+//! property whose read copies to the host, and the set-up and harness code that must stay out
+//! of the default scope.
 
 use graphready_linter::project::{self, Options, Scope, SourceFile};
 use graphready_linter::{HotPathSettings, RuleSet, Settings};
@@ -159,6 +160,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "GR104",
                 "capture",
                 &["SelfAttention.forward", "eager_attention"],
+            ),
+            // Kernels passed around as values: a helper's tuple, module globals assigned under
+            // `global`, a nested tuple unpacked by the caller, and a parameter the callee calls.
+            finding(
+                "engine/attention/kernels.py",
+                14,
+                "GR101",
+                "capture",
+                &["PaddedAttention.forward", "_unpad"],
             ),
             finding(
                 "engine/attention/triton.py",
@@ -321,6 +331,8 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
     assert_eq!(
         cold,
         vec![
+            // Returned beside the kernels, at a position nothing unpacks and calls.
+            ("engine/attention/kernels.py", 24),
             // The property's own copy: its reads are reported where they happen (the property
             // is read, not called, so nothing reaches it).
             ("engine/batch.py", 24),

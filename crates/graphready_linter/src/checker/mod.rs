@@ -323,6 +323,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
         rules::statement(self, stmt);
         match stmt {
             Stmt::Import(_) | Stmt::ImportFrom(_) => self.model.bind_import(stmt),
+            Stmt::Global(global) => self.summary.declare_globals(&global.names),
             Stmt::FunctionDef(function) => {
                 for decorator in &function.decorator_list {
                     self.visit_expr(&decorator.expression);

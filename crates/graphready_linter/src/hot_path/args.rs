@@ -67,12 +67,19 @@ pub(super) fn param_types(
 }
 
 /// Whether a call passes `self` implicitly (a bound method).
-fn bound(target: &CallTarget) -> bool {
-    !matches!(target, CallTarget::Function(_))
+pub(super) fn bound(target: &CallTarget) -> bool {
+    !matches!(
+        target,
+        CallTarget::Function(_) | CallTarget::Returned { .. }
+    )
 }
 
 /// The parameter an argument lands in.
-fn param_of<'f>(function: &'f FunctionSummary, bound: bool, arg: &ArgKey) -> Option<&'f Param> {
+pub(super) fn param_of<'f>(
+    function: &'f FunctionSummary,
+    bound: bool,
+    arg: &ArgKey,
+) -> Option<&'f Param> {
     let params = &function.params;
     let takes_self = params
         .first()

@@ -335,6 +335,8 @@ impl<'s> ProjectIndex<'s> {
             .iter()
             .flat_map(|targets| targets.iter().copied())
             .collect();
+        // Functions handed to a parameter the callee calls.
+        targets.extend(self.passed_functions(node));
         // A decorated function runs its decorator's wrapper: every function nested in the
         // decorator (`@dynamic_rope_update` → `dynamic_rope_update.wrapper`).
         for decorator in &function.decorators {
@@ -450,6 +452,11 @@ impl<'s> ProjectIndex<'s> {
         None
     }
 
+    /// A module of the project by its dotted name.
+    pub(super) fn module_named(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
     pub(super) fn lookup(&self, module: usize, reference: &Ref) -> Option<Definition> {
         match reference {
             Ref::Local(qualname) => self
@@ -521,8 +528,13 @@ impl<'s> ProjectIndex<'s> {
         match target {
             CallTarget::Function(reference) => match self.lookup(module, reference) {
                 Some(Definition::Function(node)) => vec![node],
-                _ => Vec::new(),
+                Some(Definition::Class(..)) => Vec::new(),
+                // A module global holding functions (`_unpad_fn(...)`).
+                None => self.global_held(module, reference, MAX_DEPTH),
             },
+            CallTarget::Returned { function, path } => {
+                self.returned_by(module, function, path, MAX_DEPTH)
+            }
             CallTarget::SelfMethod { class, method } => {
                 // The method the class has or inherits, and every override below it: `self` may
                 // be an instance of a subclass (template methods, backends).

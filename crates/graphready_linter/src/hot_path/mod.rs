@@ -9,6 +9,7 @@
 
 mod args;
 mod derived;
+mod held;
 mod index;
 mod properties;
 mod steps;

@@ -3,7 +3,7 @@
 //! The checker feeds it at the same visit points where it runs the rules, with the semantic
 //! model as it stands there.
 
-use super::{FunctionSummary, Marker, ModuleSummary, Ref, TypePath};
+use super::{CallTarget, FunctionSummary, Marker, ModuleSummary, Ref, TypePath};
 use crate::semantic::{keyword, SemanticModel, Ty};
 use crate::util::last_segment;
 use ruff_python_ast::{self as ast, Expr, Stmt};
@@ -82,7 +82,9 @@ pub(crate) struct SummaryBuilder<'a> {
     /// result of a call given one (`attention = registry.get_interface(name,
     /// eager_attention_forward)`, `functools.partial(helper, x)`). Every binding adds: a later
     /// call may run any of them.
-    function_aliases: Vec<FxHashMap<&'a str, Vec<Ref>>>,
+    function_aliases: Vec<FxHashMap<&'a str, Vec<CallTarget>>>,
+    /// Names declared `global` in each function being visited.
+    globals: Vec<FxHashSet<&'a str>>,
     /// Module-level dicts whose values are strings (`MODES = {Mode.SAMPLE: "_sample"}`).
     string_tables: FxHashMap<&'a str, Vec<String>>,
     /// Nested `def`s visible by name, per function.
@@ -115,6 +117,7 @@ impl<'a> SummaryBuilder<'a> {
             while_depths: Vec::new(),
             method_aliases: Vec::new(),
             function_aliases: Vec::new(),
+            globals: Vec::new(),
             string_tables: FxHashMap::default(),
             local_defs: Vec::new(),
             module_defs: FxHashSet::default(),
@@ -287,6 +290,8 @@ impl<'a> SummaryBuilder<'a> {
             judged_params: Vec::new(),
             returns_uninitialized: false,
             decorators,
+            returned_functions: Vec::new(),
+            called_params: Vec::new(),
             property: function.decorator_list.iter().any(|decorator| {
                 crate::util::last_segment(&decorator.expression) == Some("property")
             }),
@@ -305,10 +310,18 @@ impl<'a> SummaryBuilder<'a> {
         self.while_depths.push(0);
         self.method_aliases.push(FxHashMap::default());
         self.function_aliases.push(FxHashMap::default());
+        self.globals.push(FxHashSet::default());
         self.local_defs.push(FxHashMap::default());
         self.saved_method_self.push(self.method_self.clone());
         if let (Some(class), Some(self_name)) = (class, self_name) {
             self.method_self = Some((Rc::from(class), self_name));
+        }
+    }
+
+    /// `global a, b` in the function being visited: assignments to them bind module globals.
+    pub(crate) fn declare_globals(&mut self, names: &'a [ast::Identifier]) {
+        if let Some(scope) = self.globals.last_mut() {
+            scope.extend(names.iter().map(|name| name.id.as_str()));
         }
     }
 
@@ -359,6 +372,7 @@ impl<'a> SummaryBuilder<'a> {
         self.while_depths.pop();
         self.method_aliases.pop();
         self.function_aliases.pop();
+        self.globals.pop();
         let inferred = self.return_types.pop().flatten().unwrap_or(Ty::Host);
         // An annotation that names a host list (of lists) says more than host values returned
         // through helpers nothing types (`-> list[list[int]]`).
@@ -395,6 +409,19 @@ impl<'a> SummaryBuilder<'a> {
                 if let Some(function) = self.building.last_mut() {
                     if function.return_paths.len() < 8 && !function.return_paths.contains(&path) {
                         function.return_paths.push(path);
+                    }
+                }
+            }
+        }
+        if let Some(value) = value {
+            let mut held = Vec::new();
+            self.held_at(model, value, &mut Vec::new(), &mut held);
+            if let Some(function) = self.building.last_mut() {
+                for entry in held {
+                    if function.returned_functions.len() < 32
+                        && !function.returned_functions.contains(&entry)
+                    {
+                        function.returned_functions.push(entry);
                     }
                 }
             }

@@ -33,6 +33,10 @@ pub enum CallTarget {
     Method { receiver: TypePath, method: String },
     /// Calling a value whose type the index computes: its `forward` or `__call__`.
     Invoke { receiver: TypePath },
+    /// Calling what a call of the referenced function returns, at a position inside the
+    /// returned tuples (`fn = make_fn(); fn(x)` has an empty path; `(a, b), c = make_fns()`
+    /// gives `b` the path `[0, 1]`).
+    Returned { function: Ref, path: Box<[u8]> },
 }
 
 impl CallTarget {
@@ -40,7 +44,11 @@ impl CallTarget {
     /// `helper` for `pkg.helper(x)`.
     pub fn method_name(&self) -> &str {
         match self {
-            CallTarget::Function(Ref::Local(name) | Ref::Qualified(name)) => name
+            CallTarget::Function(Ref::Local(name) | Ref::Qualified(name))
+            | CallTarget::Returned {
+                function: Ref::Local(name) | Ref::Qualified(name),
+                ..
+            } => name
                 .rsplit_once('.')
                 .map_or(name.as_str(), |(_, last)| last),
             CallTarget::SelfMethod { method, .. }
@@ -64,6 +72,9 @@ pub struct CallSite {
     pub other_args: Box<[(ArgKey, crate::semantic::Ty)]>,
     /// A `*args` or `**kwargs` splat: which parameter receives what is not known.
     pub opaque: bool,
+    /// Arguments that are the project's functions (or locals holding them): a callee that
+    /// calls the parameter receiving one runs it (`_upad_input(q, k, unpad_fn)`).
+    pub function_args: Box<[(ArgKey, Box<[CallTarget]>)]>,
 }
 
 /// An argument of a call: by position, or by keyword.
@@ -126,6 +137,12 @@ pub struct FunctionSummary {
     pub returns_uninitialized: bool,
     /// The decorators' callables (`@dynamic_rope_update`, `@cache(...)`'s `cache`).
     pub decorators: Vec<Ref>,
+    /// The project's functions its returns may hold, as call targets, each at its position
+    /// inside the returned tuples (empty: the value returned itself): a caller that calls the
+    /// result, or the element it unpacks, runs them.
+    pub returned_functions: Vec<(Box<[u8]>, CallTarget)>,
+    /// Parameters the body calls: the functions passed to them run.
+    pub called_params: Vec<String>,
     /// A `@property`: reading the attribute runs the body.
     pub property: bool,
     /// The code of the first sync-family finding in the body outside any guard (`GR103` for a
@@ -234,6 +251,9 @@ pub struct ModuleSummary {
     /// `processors.append(NoRepeatNGramLogitsProcessor(...))` with `processors =
     /// LogitsProcessorList()`. What iterating or indexing such a container yields.
     pub container_appends: Vec<(TypePath, Ref)>,
+    /// Module globals that hold the project's functions, by name: assigned at module level or
+    /// under a `global` declaration (`_unpad_fn = _lazy_imports(...)`).
+    pub global_functions: FxHashMap<String, Vec<CallTarget>>,
 }
 
 /// An import under which a table keyed by qualified name must also answer (a re-export):

@@ -3,7 +3,7 @@
 
 use super::SummaryBuilder;
 use crate::semantic::SemanticModel;
-use crate::summary::{PathRoot, PathStep, TypePath};
+use crate::summary::{CallTarget, PathRoot, PathStep, TypePath};
 use ruff_python_ast::{self as ast, Expr};
 
 impl<'a> SummaryBuilder<'a> {
@@ -26,22 +26,14 @@ impl<'a> SummaryBuilder<'a> {
                     }
                 }
             }
+            self.bind_held_in_tuple(model, target, value, 0);
             return;
         }
         let Expr::Name(name) = target else {
             return;
         };
-        let functions = self.functions_held(model, value);
-        if !functions.is_empty() {
-            if let Some(scope) = self.function_aliases.last_mut() {
-                let held = scope.entry(name.id.as_str()).or_default();
-                for function in functions {
-                    if !held.contains(&function) {
-                        held.push(function);
-                    }
-                }
-            }
-        }
+        let held = self.held_targets(model, value);
+        self.bind_held(name.id.as_str(), held);
         let aliases = self.self_methods_named(value);
         if let Some(scope) = self.method_aliases.last_mut() {
             match aliases {
@@ -65,6 +57,121 @@ impl<'a> SummaryBuilder<'a> {
             } else {
                 scope.insert(name.id.as_str(), refs);
             }
+        }
+    }
+
+    /// The functions a name may hold after an assignment: a local's (every binding adds: a
+    /// later call may run any of them), and a module global's, at module level or under a
+    /// `global` declaration.
+    fn bind_held(&mut self, name: &'a str, held: Vec<CallTarget>) {
+        if held.is_empty() {
+            return;
+        }
+        let global = self.building.is_empty()
+            || self
+                .globals
+                .last()
+                .is_some_and(|declared| declared.contains(name));
+        if global {
+            let slot = self
+                .summary
+                .global_functions
+                .entry(name.to_string())
+                .or_default();
+            for target in &held {
+                if slot.len() < 16 && !slot.contains(target) {
+                    slot.push(target.clone());
+                }
+            }
+        }
+        if let Some(scope) = self.function_aliases.last_mut() {
+            let slot = scope.entry(name).or_default();
+            for target in held {
+                if !slot.contains(&target) {
+                    slot.push(target);
+                }
+            }
+        }
+    }
+
+    /// `(a, (b, c)) = value`: names paired with the elements of a tuple value of the same
+    /// length; from any other value (a call), each name holds what is at its position in what
+    /// the value returns (`c` calls `Returned { path: [1, 1] }`).
+    fn bind_held_in_tuple(
+        &mut self,
+        model: &SemanticModel,
+        target: &'a Expr,
+        value: &Expr,
+        depth: u8,
+    ) {
+        if depth > 4 {
+            return;
+        }
+        let (Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })) =
+            target
+        else {
+            if let Expr::Name(name) = target {
+                let held = self.held_targets(model, value);
+                self.bind_held(name.id.as_str(), held);
+            }
+            return;
+        };
+        match value {
+            Expr::Tuple(ast::ExprTuple { elts: values, .. })
+            | Expr::List(ast::ExprList { elts: values, .. })
+                if values.len() == elts.len() =>
+            {
+                for (elt, value) in elts.iter().zip(values) {
+                    self.bind_held_in_tuple(model, elt, value, depth + 1);
+                }
+            }
+            _ => {
+                let base = self.held_targets(model, value);
+                if base.is_empty() {
+                    return;
+                }
+                self.bind_projected(target, &base, &mut Vec::new());
+            }
+        }
+    }
+
+    /// Binds each name of an unpacking target to the elements of `base` at its position.
+    fn bind_projected(&mut self, target: &'a Expr, base: &[CallTarget], path: &mut Vec<u8>) {
+        match target {
+            Expr::Name(name) => {
+                let held = base
+                    .iter()
+                    .filter_map(|target| match target {
+                        CallTarget::Returned {
+                            function,
+                            path: inner,
+                        } => {
+                            let mut full = inner.to_vec();
+                            full.extend_from_slice(path);
+                            Some(CallTarget::Returned {
+                                function: function.clone(),
+                                path: full.into_boxed_slice(),
+                            })
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                self.bind_held(name.id.as_str(), held);
+            }
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. })
+                if path.len() < 4 =>
+            {
+                // A starred element makes the positions after it unknown.
+                for (i, elt) in elts.iter().enumerate().take(usize::from(u8::MAX)) {
+                    if matches!(elt, Expr::Starred(_)) {
+                        break;
+                    }
+                    path.push(u8::try_from(i).unwrap_or(u8::MAX));
+                    self.bind_projected(elt, base, path);
+                    path.pop();
+                }
+            }
+            _ => {}
         }
     }
 

@@ -26,21 +26,55 @@ impl SummaryBuilder<'_> {
 
     /// What a call expression may invoke, as far as this module can tell: what the callee
     /// resolves to, and the project's functions a local callee may hold.
-    fn call_targets(&self, model: &SemanticModel, func: &Expr) -> Vec<CallTarget> {
+    fn call_targets(&mut self, model: &SemanticModel, func: &Expr) -> Vec<CallTarget> {
         let mut targets = self.callee_targets(model, func);
         if let Expr::Name(name) = func {
             let held = self
                 .function_aliases
                 .last()
                 .and_then(|scope| scope.get(name.id.as_str()));
-            for function in held.into_iter().flatten() {
-                let target = CallTarget::Function(function.clone());
-                if !targets.contains(&target) {
-                    targets.push(target);
+            for target in held.into_iter().flatten() {
+                if !targets.contains(target) {
+                    targets.push(target.clone());
+                }
+            }
+            // A parameter called as a function: the functions its callers pass run.
+            if targets.is_empty() && model.is_parameter(name.id.as_str()) {
+                if let Some(function) = self.building.last_mut() {
+                    let name = name.id.as_str();
+                    if !function.called_params.iter().any(|p| p == name) {
+                        function.called_params.push(name.to_string());
+                    }
                 }
             }
         }
         targets
+    }
+
+    /// The arguments of a call that are the project's functions, or locals holding them.
+    fn function_args(
+        &self,
+        model: &SemanticModel,
+        call: &ast::ExprCall,
+    ) -> Box<[(ArgKey, Box<[CallTarget]>)]> {
+        let positional = call
+            .arguments
+            .args
+            .iter()
+            .enumerate()
+            .map(|(i, arg)| (ArgKey::Position(i), arg));
+        let keywords = call.arguments.keywords.iter().filter_map(|keyword| {
+            let name = keyword.arg.as_ref()?;
+            Some((ArgKey::Keyword(name.id.as_str().into()), &keyword.value))
+        });
+        positional
+            .chain(keywords)
+            .filter(|(_, arg)| matches!(arg, Expr::Name(_) | Expr::Attribute(_)))
+            .filter_map(|(key, arg)| {
+                let held = self.held_targets(model, arg);
+                (!held.is_empty()).then(|| (key, held.into_boxed_slice()))
+            })
+            .collect()
     }
 
     fn callee_targets(&self, model: &SemanticModel, func: &Expr) -> Vec<CallTarget> {
@@ -193,6 +227,7 @@ impl SummaryBuilder<'_> {
         let capturing = self.capture_depth > 0;
         let in_loop = self.loop_depths.last().is_some_and(|depth| *depth > 0);
         let args = ArgTypes::of(model, call);
+        let function_args = self.function_args(model, call);
         if let Some(function) = self.building.last_mut() {
             for target in targets {
                 let site = CallSite {
@@ -201,6 +236,7 @@ impl SummaryBuilder<'_> {
                     tensor_args: args.tensor.clone(),
                     other_args: args.other.clone().into_boxed_slice(),
                     opaque: args.opaque,
+                    function_args: function_args.clone(),
                 };
                 if capturing {
                     function.captured_calls.push(site);

@@ -4,7 +4,7 @@
 
 use super::{is_external, SummaryBuilder};
 use crate::semantic::SemanticModel;
-use crate::summary::Ref;
+use crate::summary::{CallTarget, Ref};
 use ruff_python_ast::{self as ast, Expr};
 
 impl<'a> SummaryBuilder<'a> {
@@ -28,6 +28,86 @@ impl<'a> SummaryBuilder<'a> {
                 .filter_map(reference)
                 .collect(),
             other => reference(other).into_iter().collect(),
+        }
+    }
+
+    /// What calling a value may run, as call targets: the project's functions it may be (see
+    /// [`Self::functions_held`]), what a local or a module global holds, and what a call of the
+    /// project returns (`fn = make_fn()`). A tuple's elements are kept with their positions
+    /// (`path`), for returns and unpacking.
+    pub(super) fn held_targets(&self, model: &SemanticModel, value: &Expr) -> Vec<CallTarget> {
+        let mut out = Vec::new();
+        self.held_at(model, value, &mut Vec::new(), &mut out);
+        out.into_iter()
+            .filter(|(path, _)| path.is_empty())
+            .map(|(_, target)| target)
+            .collect()
+    }
+
+    /// Like [`Self::held_targets`], with tuple and list elements at their positions.
+    pub(super) fn held_at(
+        &self,
+        model: &SemanticModel,
+        value: &Expr,
+        path: &mut Vec<u8>,
+        out: &mut Vec<(Box<[u8]>, CallTarget)>,
+    ) {
+        let mut push = |target: CallTarget| {
+            let entry = (path.clone().into_boxed_slice(), target);
+            if out.len() < 32 && !out.contains(&entry) {
+                out.push(entry);
+            }
+        };
+        match value {
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                if path.len() >= 4 {
+                    return;
+                }
+                for (i, elt) in elts.iter().enumerate().take(usize::from(u8::MAX)) {
+                    path.push(u8::try_from(i).unwrap_or(u8::MAX));
+                    self.held_at(model, elt, path, out);
+                    path.pop();
+                }
+                return;
+            }
+            Expr::If(ast::ExprIf { body, orelse, .. }) => {
+                self.held_at(model, body, path, out);
+                self.held_at(model, orelse, path, out);
+                return;
+            }
+            Expr::Name(name) => {
+                let held = self
+                    .function_aliases
+                    .last()
+                    .and_then(|scope| scope.get(name.id.as_str()));
+                if let Some(held) = held {
+                    for target in held {
+                        push(target.clone());
+                    }
+                    return;
+                }
+                // A module global known to hold functions.
+                if self.summary.global_functions.contains_key(name.id.as_str())
+                    && model.is_module_global(name.id.as_str())
+                {
+                    push(CallTarget::Function(Ref::Local(name.id.to_string())));
+                    return;
+                }
+            }
+            Expr::Call(call) => {
+                if let Some(callee) = self.reference(model, &call.func) {
+                    if !matches!(&callee, Ref::Qualified(q) if is_external(q)) {
+                        push(CallTarget::Returned {
+                            function: callee,
+                            path: Box::default(),
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+        for function in self.functions_held(model, value) {
+            push(CallTarget::Function(function));
         }
     }
 
