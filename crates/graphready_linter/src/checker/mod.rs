@@ -155,6 +155,9 @@ impl<'a> Checker<'a> {
 
     /// Walks a module and returns what the rules found.
     pub fn run(mut self, module: &'a ast::ModModule) -> Analysis {
+        if memchr::memmem::find(self.summary.source().as_bytes(), b"keep_on_cpu").is_some() {
+            self.model.learn_host_fields(module);
+        }
         self.summary.module_definitions(&module.body);
         self.visit_body(&module.body);
         // Callees before callers, so that a call of this module's tensor-returning function

@@ -6,6 +6,7 @@ mod annotations;
 mod cache;
 mod calls;
 mod classes;
+mod fields;
 mod host_memory;
 mod masks;
 mod model;

@@ -63,6 +63,8 @@ pub struct SemanticModel<'a> {
     /// Every name any import bound: a name outside this set never roots a qualified name, which
     /// answers most `qualified_name` questions with one lookup.
     import_names: FxHashSet<&'a str>,
+    /// Fields the module declares host-resident (see `fields.rs`).
+    pub(super) host_fields: FxHashSet<&'a str>,
     /// Whether the module imports NumPy anywhere (array methods are then ambiguous).
     pub(super) imports_numpy: bool,
     /// Qualified names per expression node. A node is asked about many times at one program
@@ -97,6 +99,7 @@ impl<'a> SemanticModel<'a> {
             branches: Vec::new(),
             clause_results: Vec::new(),
             import_names: FxHashSet::default(),
+            host_fields: FxHashSet::default(),
             imports_numpy: false,
             qualified_cache: RefCell::new(NodeCache::new()),
             generation: std::cell::Cell::new(0),
@@ -401,6 +404,11 @@ impl<'a> SemanticModel<'a> {
     /// Whether `expr` names a qualified name exactly.
     pub fn is(&self, expr: &Expr, qualified: &str) -> bool {
         self.qualified_name(expr).as_deref() == Some(qualified)
+    }
+
+    /// Reads the fields the module declares host-resident, before its functions are walked.
+    pub fn learn_host_fields(&mut self, module: &'a ruff_python_ast::ModModule) {
+        self.host_fields = super::fields::host_fields(module);
     }
 
     pub fn define_class(&mut self, name: &'a str, info: ClassInfo<'a>) {

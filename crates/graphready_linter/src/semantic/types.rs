@@ -363,7 +363,22 @@ impl<'a> SemanticModel<'a> {
     }
 
     fn compute_ty(&self, expr: &Expr) -> Ty {
+        if self.reads_host_field(expr) {
+            return Ty::CpuTensor;
+        }
         match expr {
+            Expr::Name(name) if self.is_host_field(name.id.as_str()) => {
+                // An annotated parameter says `torch.Tensor`; a value moved to the device says
+                // more than the field's name.
+                match self.lookup(name.id.as_str()) {
+                    Some(Binding::Value(Ty::Unknown)) | None => Ty::CpuTensor,
+                    Some(Binding::Value(Ty::Tensor)) if self.is_parameter(name.id.as_str()) => {
+                        Ty::CpuTensor
+                    }
+                    Some(Binding::Value(ty)) => *ty,
+                    Some(Binding::Import(_)) => Ty::Unknown,
+                }
+            }
             Expr::Name(name) => match self.lookup(name.id.as_str()) {
                 Some(Binding::Value(Ty::Unknown)) | None if host_named(name.id.as_str()) => {
                     Ty::CpuTensor
@@ -479,6 +494,9 @@ impl<'a> SemanticModel<'a> {
 
     pub(super) fn attribute_ty(&self, attribute: &ast::ExprAttribute) -> Ty {
         let attr = attribute.attr.id.as_str();
+        if self.is_host_field(attr) {
+            return Ty::CpuTensor;
+        }
         if let Some(class) = self.instance_class(&attribute.value) {
             return match self.class_attribute(class, attr, 4).unwrap_or_default() {
                 Ty::Unknown | Ty::Tensor if host_named(attr) => Ty::CpuTensor,

@@ -318,6 +318,11 @@ impl<'a> SummaryBuilder<'a> {
         }
     }
 
+    /// The module's source.
+    pub(crate) fn source(&self) -> &'a str {
+        self.source
+    }
+
     /// `global a, b` in the function being visited: assignments to them bind module globals.
     pub(crate) fn declare_globals(&mut self, names: &'a [ast::Identifier]) {
         if let Some(scope) = self.globals.last_mut() {
