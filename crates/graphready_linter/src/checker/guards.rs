@@ -20,8 +20,12 @@ use ruff_python_ast::{self as ast, Expr};
 /// sets `self.t` back to `None` outside `__init__`. A local or parameter filled in without
 /// being stored (`if out is None: out = torch.empty(...)`), a per-step cache that is reset, a
 /// cache on some other object (a batch) and one on a dataclass's own instance (a record, made
-/// again as data flows) are made again and stay checked.
+/// again as data flows) are made again and stay checked. Also `if not hasattr(self, "t"):`
+/// whose body sets `self.t` (an assignment, `register_buffer("t", ...)` or `setattr`).
 pub fn is_lazy_init(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
+    if is_lazy_attribute(model, if_stmt) {
+        return true;
+    }
     let Expr::Compare(compare) = &*if_stmt.test else {
         return false;
     };
@@ -55,6 +59,57 @@ pub fn is_lazy_init(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
         _ => return false,
     };
     assigned_targets(&if_stmt.body).any(|target| ComparableExpr::from(target) == missing)
+}
+
+/// `if not hasattr(self, "t"): self.register_buffer("t", make())` on a class that lasts.
+fn is_lazy_attribute(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
+    let Expr::UnaryOp(ast::ExprUnaryOp {
+        op: ast::UnaryOp::Not,
+        operand,
+        ..
+    }) = &*if_stmt.test
+    else {
+        return false;
+    };
+    let Expr::Call(call) = &**operand else {
+        return false;
+    };
+    let (Expr::Name(function), [Expr::Name(receiver), Expr::StringLiteral(name)]) =
+        (&*call.func, &*call.arguments.args)
+    else {
+        return false;
+    };
+    let name = name.value.to_str();
+    if function.id.as_str() != "hasattr"
+        || !model.is_lasting_self_attribute(receiver.id.as_str(), name)
+    {
+        return false;
+    }
+    let sets = |stmt: &ast::Stmt| match stmt {
+        ast::Stmt::Assign(assign) => assign.targets.iter().any(|target| {
+            matches!(target, Expr::Attribute(attribute)
+                if attribute.attr.as_str() == name
+                    && matches!(&*attribute.value, Expr::Name(r) if r.id == receiver.id))
+        }),
+        ast::Stmt::Expr(ast::StmtExpr { value, .. }) => match &**value {
+            Expr::Call(call) => {
+                let by_method = matches!(&*call.func, Expr::Attribute(attribute)
+                    if attribute.attr.as_str() == "register_buffer"
+                        && matches!(&*attribute.value, Expr::Name(r) if r.id == receiver.id));
+                let by_setattr = matches!(&*call.func, Expr::Name(f) if f.id.as_str() == "setattr");
+                let key = if by_setattr {
+                    call.arguments.args.get(1)
+                } else {
+                    call.arguments.args.first()
+                };
+                (by_method || by_setattr)
+                    && matches!(key, Some(Expr::StringLiteral(key)) if key.value.to_str() == name)
+            }
+            _ => false,
+        },
+        _ => false,
+    };
+    if_stmt.body.iter().any(sets)
 }
 
 /// Whether a block stores a local into a module-global container: `CACHE[key] = t`.
