@@ -229,7 +229,9 @@ impl<'s> HotPath<'s> {
         // Set-up and measuring harnesses run once, even when per-step code calls them.
         let mut breaks = eager.clone();
         breaks.extend(index.nodes().filter(|node| {
-            steps::is_set_up(&index.function(*node).qualname) || index.is_harness(node.module)
+            steps::is_set_up(&index.function(*node).qualname)
+                || index.is_harness(node.module)
+                || index.is_memoized(*node)
         }));
         let mut stalled = FxHashMap::default();
         search(&index, &steps, &breaks, &mut stalled, &captured);

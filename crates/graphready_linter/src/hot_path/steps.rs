@@ -114,7 +114,19 @@ impl ProjectIndex<'_> {
     /// Whether a function runs once rather than every step: set-up (constructors, loading,
     /// warm-up, capture) or a measuring harness. Searches do not descend into it.
     pub(super) fn runs_once(&self, node: NodeId) -> bool {
-        is_set_up(&self.function(node).qualname) || self.is_harness(node.module)
+        is_set_up(&self.function(node).qualname)
+            || self.is_harness(node.module)
+            || self.is_memoized(node)
+    }
+
+    /// A memoised function (`@functools.lru_cache(...)`, `@functools.cache`): its body runs
+    /// once per distinct argument, in the warm-up that precedes any capture, like a lazily made
+    /// cache.
+    pub(super) fn is_memoized(&self, node: NodeId) -> bool {
+        self.function(node).decorators.iter().any(|decorator| {
+            matches!(decorator, crate::summary::Ref::Qualified(q)
+                if matches!(q.as_str(), "functools.lru_cache" | "functools.cache"))
+        })
     }
 
     /// Whether a function is a library's public API: a module-level function or a method of a
