@@ -6,7 +6,8 @@
 //! `torch.compiler.is_compiling()`, helpers that return them, names bound to them: see
 //! `semantic::predicates`), `x.is_cuda` (a CPU tensor never syncs a device), a module's
 //! `self.training` (inference, captured or not, runs in eval mode: SpecAugment masking and
-//! dropout seeds under `if self.training:` never run there) and the configured debug guards.
+//! dropout seeds under `if self.training:` never run there), debug switches (a flag or
+//! environment variable that says `debug`) and the configured debug guards.
 
 use crate::semantic::{SemanticModel, Ty};
 use crate::settings::Settings;
@@ -59,6 +60,39 @@ pub fn is_lazy_init(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
         _ => return false,
     };
     assigned_targets(&if_stmt.body).any(|target| ComparableExpr::from(target) == missing)
+}
+
+/// A debug switch: a name or attribute that says `debug` (`DEBUG`, `self.debug_mode`,
+/// `envs.SGLANG_DEBUG_MEMORY_POOL`), its `.get()`, or an environment variable read whose key
+/// says it (`get_bool_env_var("SGLANG_DEBUG_MEMORY_POOL")`, `os.getenv("MY_DEBUG")`).
+fn is_debug_switch(test: &Expr) -> bool {
+    fn says_debug(name: &str) -> bool {
+        name.as_bytes()
+            .windows(5)
+            .any(|window| window.eq_ignore_ascii_case(b"debug"))
+    }
+    match test {
+        Expr::Name(name) => says_debug(name.id.as_str()),
+        Expr::Attribute(attribute) => says_debug(attribute.attr.as_str()),
+        Expr::Call(call) => match (&*call.func, call.arguments.args.first()) {
+            (Expr::Attribute(attribute), None)
+                if matches!(attribute.attr.as_str(), "get" | "value") =>
+            {
+                is_debug_switch(&attribute.value)
+            }
+            (func, Some(Expr::StringLiteral(key))) => {
+                let reads_env = last_segment(func).is_some_and(|name| {
+                    name.to_ascii_lowercase().contains("env")
+                        || (name == "get"
+                            && matches!(func, Expr::Attribute(a)
+                                if last_segment(&a.value) == Some("environ")))
+                });
+                reads_env && says_debug(key.value.to_str())
+            }
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 /// `if not hasattr(self, "t"): self.register_buffer("t", make())` on a class that lasts.
@@ -165,6 +199,9 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
                     .all(|v| safe_when(model, settings, v, negated))
             }
         }
+        // `if self.debug_mode:`, `if envs.SGLANG_DEBUG_MEMORY_POOL.get():`: checks a user turns
+        // on to debug, off in serving.
+        test if !negated && is_debug_switch(test) => true,
         Expr::Attribute(attribute) if attribute.attr.id.as_str() == "is_cuda" => negated,
         Expr::Attribute(attribute)
             if attribute.attr.id.as_str() == "training"
