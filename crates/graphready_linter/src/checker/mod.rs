@@ -384,8 +384,11 @@ impl<'a> Visitor<'a> for Checker<'a> {
             Stmt::Assert(assert) => {
                 self.visit_expr(&assert.test);
                 self.truth_test(&assert.test);
+                // The message is built only when the assertion fails: the process is going down.
                 if let Some(msg) = &assert.msg {
+                    self.safe_depth += 1;
                     self.visit_expr(msg);
+                    self.safe_depth -= 1;
                 }
             }
             Stmt::Assign(assign) => {

@@ -37,8 +37,10 @@ declare_violation! {
     ///
     /// ## Known problems
     /// `.numpy()` is never reported: it raises on a device tensor, so its receiver is already on
-    /// the host. Receivers named like host mirrors (`*_np`, `*_cpu`) are not reported either.
-    /// Property reads are found only through parameters and `self`, on the class the
+    /// the host. Receivers named like host mirrors (`*_np`, `*_cpu`) are not reported either,
+    /// nor `.to("cpu", non_blocking=True)`: PyTorch copies into pinned memory it allocates,
+    /// without waiting (reading the result before the copy's event is a bug this rule does not
+    /// judge). Property reads are found only through parameters and `self`, on the class the
     /// annotation names or a base it inherits the property from (not a subclass's override),
     /// and only under the default scope's reach and `--scope all`'s second pass;
     /// `@cached_property` is not followed.
@@ -119,7 +121,8 @@ fn host_transfer(checker: &mut Checker, call: &ast::ExprCall) {
         // `.numpy()` works only on host tensors (a device tensor raises): the sync, if any, was
         // the `.cpu()` before it.
         "cpu" if call.arguments.args.is_empty() => ".cpu()".to_string(),
-        "to" if is_cpu_move(call) => ".to(\"cpu\")".to_string(),
+        // `non_blocking=True` copies into pinned memory PyTorch allocates, without waiting.
+        "to" if is_cpu_move(call) && !non_blocking(call) => ".to(\"cpu\")".to_string(),
         // `torch.BoolTensor` and the other legacy types name host memory.
         "type" if call.arguments.args.len() == 1 => {
             let target = &call.arguments.args[0];
@@ -149,4 +152,15 @@ fn host_transfer(checker: &mut Checker, call: &ast::ExprCall) {
         },
         call.range(),
     );
+}
+
+/// `non_blocking=True`, spelled as a keyword.
+fn non_blocking(call: &ast::ExprCall) -> bool {
+    call.arguments.keywords.iter().any(|keyword| {
+        keyword
+            .arg
+            .as_ref()
+            .is_some_and(|arg| arg.id.as_str() == "non_blocking")
+            && matches!(&keyword.value, Expr::BooleanLiteral(b) if b.value)
+    })
 }
