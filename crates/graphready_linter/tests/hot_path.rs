@@ -200,11 +200,13 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 &["LogitsComputer.compute_logits"],
             ),
             // Annotated `torch.LongTensor` and passed a device tensor: a size read on the host.
+            // `frame_times` (line 19) is annotated `torch.Tensor`, but its caller passes a
+            // schedule made in host memory: nothing is reported there.
             // `media_positions` (line 9) is annotated so too, but its only caller passes a row of
             // a host list: the call site wins again, and nothing is reported there.
             finding(
                 "engine/media.py",
-                13,
+                15,
                 "GR109",
                 "stall",
                 &["Scheduler.run", "Scheduler.media", "token_positions"],
@@ -311,7 +313,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // `init_*` is set-up, but not when a later word names the step's requests.
             finding(
                 "engine/runner.py",
-                89,
+                90,
                 "GR105",
                 "stall",
                 &["Scheduler.run", "Scheduler.init_request"],
@@ -341,7 +343,7 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/generation.py", 15),
             ("engine/runner.py", 43),
             ("engine/runner.py", 53),
-            ("engine/runner.py", 93),
+            ("engine/runner.py", 94),
             ("engine/tests/test_runner.py", 8),
             ("engine/tests/test_runner.py", 9),
         ]

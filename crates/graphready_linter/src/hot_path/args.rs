@@ -3,7 +3,8 @@
 //! function, whatever its annotation says (`_has_unfinished_sequences(this_peer_finished: bool)`
 //! is passed `t.max() == 0`); a parameter annotated as a tensor that every reached call site
 //! passes a host value (`compute_mrope_for_media(size: torch.LongTensor)` called with a row of
-//! `grid.tolist()`) holds a host value.
+//! `grid.tolist()`, or a tensor in host memory: `run(schedule: Tensor)` given
+//! `torch.linspace(...)`) holds a host value.
 
 use super::index::{NodeId, ProjectIndex};
 use crate::semantic::Ty;
@@ -114,8 +115,8 @@ fn record_tensors(
 }
 
 /// What one reached site passes to the callee's parameters annotated as tensors: a host value
-/// that is not a tensor keeps a parameter host, anything else (a tensor, a host tensor, an
-/// unknown value, a splat) rules it out.
+/// (a host tensor included) keeps a parameter host, anything else (a device tensor, an unknown
+/// value, a splat) rules it out.
 fn record_host<'f>(
     function: &'f FunctionSummary,
     callee: NodeId,

@@ -67,8 +67,8 @@ pub struct CallSite {
     pub in_loop: bool,
     /// The arguments known to be device tensors at this call.
     pub tensor_args: Vec<ArgKey>,
-    /// The other arguments with their types: host values that are not tensors (numbers,
-    /// lists, arrays), and [`Ty::Unknown`](crate::semantic::Ty::Unknown) for the rest.
+    /// The other arguments with their types: host values (numbers, lists, arrays, tensors in
+    /// host memory), and [`Ty::Unknown`](crate::semantic::Ty::Unknown) for the rest.
     pub other_args: Box<[(ArgKey, crate::semantic::Ty)]>,
     /// A `*args` or `**kwargs` splat: which parameter receives what is not known.
     pub opaque: bool,

@@ -359,7 +359,8 @@ impl ArgTypes {
         };
         let mut record = |key: ArgKey, value: &Expr| match model.ty(value) {
             Ty::Tensor => args.tensor.push(key),
-            ty if ty.is_host() && !ty.is_tensor() => args.other.push((key, ty)),
+            // Host values, host tensors included (`schedule = torch.linspace(...)` passed on).
+            ty if ty.is_host() => args.other.push((key, ty)),
             _ => args.other.push((key, Ty::Unknown)),
         };
         for (i, argument) in call.arguments.args.iter().enumerate() {

@@ -1,5 +1,7 @@
 """Positions for media. `media_positions` is annotated `torch.LongTensor`, but every caller
-passes one row of a grid's host list (`grid.tolist()`): the call sites say what it holds."""
+passes one row of a grid's host list (`grid.tolist()`); `frame_times` is annotated
+`torch.Tensor`, and its caller passes a schedule made in host memory: the call sites say what
+they hold."""
 
 import torch
 
@@ -11,3 +13,11 @@ def media_positions(size: torch.LongTensor, merge: int) -> torch.Tensor:
 
 def token_positions(lengths: torch.LongTensor) -> torch.Tensor:
     return torch.arange(lengths[0])
+
+
+def frame_times(schedule: torch.Tensor) -> list:
+    return [schedule[i].item() for i in range(len(schedule))]
+
+
+def media_schedule(frames: int) -> list:
+    return frame_times(torch.linspace(0.0, 1.0, frames))

@@ -5,7 +5,7 @@ import torch
 
 from engine.attention.base import AttentionBackend
 from engine.batch import ForwardBatch
-from engine.media import media_positions, token_positions
+from engine.media import media_positions, media_schedule, token_positions
 from engine.model import Model
 
 
@@ -83,6 +83,7 @@ class Scheduler:
         for size in grid.tolist():
             media_positions(size, 2)
         token_positions(lengths)
+        media_schedule(4)
 
     def init_request(self, slots: torch.Tensor):
         # `init_*`, but for a request: the loop calls it every step.
