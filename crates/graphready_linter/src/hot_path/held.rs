@@ -72,16 +72,9 @@ impl ProjectIndex<'_> {
             return;
         }
         match target {
-            CallTarget::Returned {
-                function,
-                path: inner,
-            } => {
-                let mut full = inner.to_vec();
-                full.extend_from_slice(path);
-                for node in self.returned_by(module, function, &full, depth) {
-                    if !out.contains(&node) {
-                        out.push(node);
-                    }
+            CallTarget::Returned { .. } => {
+                if let Some(element) = target.element(path) {
+                    self.held_into(module, &element, depth, out);
                 }
             }
             CallTarget::Function(Ref::Local(name)) if depth > 0 => {

@@ -26,13 +26,8 @@ fn keeps_on_cpu(value: &Expr) -> bool {
     let Expr::Call(call) = value else {
         return false;
     };
-    call.arguments.keywords.iter().any(|keyword| {
-        keyword
-            .arg
-            .as_ref()
-            .is_some_and(|arg| arg.id.as_str() == "keep_on_cpu")
-            && matches!(&keyword.value, Expr::BooleanLiteral(b) if b.value)
-    })
+    super::syntax::keyword(call, "keep_on_cpu")
+        .is_some_and(|value| matches!(value, Expr::BooleanLiteral(b) if b.value))
 }
 
 impl<'a> Visitor<'a> for Collector<'a> {

@@ -40,6 +40,24 @@ pub enum CallTarget {
 }
 
 impl CallTarget {
+    /// What calling the element at `path` inside this target's value runs: for a call's
+    /// result, the element of what the call returns (`None` for anything else).
+    pub fn element(&self, path: &[u8]) -> Option<CallTarget> {
+        let CallTarget::Returned {
+            function,
+            path: inner,
+        } = self
+        else {
+            return None;
+        };
+        let mut full = inner.to_vec();
+        full.extend_from_slice(path);
+        Some(CallTarget::Returned {
+            function: function.clone(),
+            path: full.into_boxed_slice(),
+        })
+    }
+
     /// The name of the function or method called: `forward` for `self.mlp.forward(x)`,
     /// `helper` for `pkg.helper(x)`.
     pub fn method_name(&self) -> &str {

@@ -141,20 +141,7 @@ impl<'a> SummaryBuilder<'a> {
             Expr::Name(name) => {
                 let held = base
                     .iter()
-                    .filter_map(|target| match target {
-                        CallTarget::Returned {
-                            function,
-                            path: inner,
-                        } => {
-                            let mut full = inner.to_vec();
-                            full.extend_from_slice(path);
-                            Some(CallTarget::Returned {
-                                function: function.clone(),
-                                path: full.into_boxed_slice(),
-                            })
-                        }
-                        _ => None,
-                    })
+                    .filter_map(|target| target.element(path))
                     .collect();
                 self.bind_held(name.id.as_str(), held);
             }

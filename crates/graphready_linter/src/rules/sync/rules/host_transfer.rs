@@ -1,6 +1,6 @@
 use crate::checker::Checker;
 use crate::declare_violation;
-use crate::rules::{host_named, method_call};
+use crate::rules::{host_named, method_call, non_blocking};
 use crate::semantic::{is_cpu_move, is_legacy_host_type, Ty};
 use crate::violation::{Calls, Check, Violation};
 use ruff_python_ast::{self as ast, Expr};
@@ -152,15 +152,4 @@ fn host_transfer(checker: &mut Checker, call: &ast::ExprCall) {
         },
         call.range(),
     );
-}
-
-/// `non_blocking=True`, spelled as a keyword.
-fn non_blocking(call: &ast::ExprCall) -> bool {
-    call.arguments.keywords.iter().any(|keyword| {
-        keyword
-            .arg
-            .as_ref()
-            .is_some_and(|arg| arg.id.as_str() == "non_blocking")
-            && matches!(&keyword.value, Expr::BooleanLiteral(b) if b.value)
-    })
 }
