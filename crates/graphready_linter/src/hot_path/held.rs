@@ -2,36 +2,52 @@
 //! back (`fn = make_fn(); fn(x)`, also inside tuples), what module globals hold
 //! (`_unpad_fn = _lazy_imports(...)` under `global`), and the functions passed to a parameter
 //! that the callee calls (`_upad_input(q, k, unpad_fn)` calling `unpad_input_func(...)`).
-//! Positions inside returned tuples are not kept: a name unpacked from one may hold any of
-//! the tuple's functions.
+//! Positions inside returned tuples are kept (`(pad, unpad), name = load_kernels()` gives
+//! `unpad` only what `load_kernels` returns at `[0, 1]`).
 
 use super::args::{bound, param_of};
 use super::index::{Definition, NodeId, ProjectIndex, MAX_DEPTH};
 use crate::summary::{CallTarget, Ref};
 
 impl ProjectIndex<'_> {
-    /// The functions a module global named by `reference` holds, when it is not a definition.
-    pub(super) fn global_held(&self, module: usize, reference: &Ref, depth: u8) -> Vec<NodeId> {
+    /// The functions a module global named by `reference` holds, when it is not a definition
+    /// (`_unpad_fn(...)`).
+    pub(super) fn global_targets(&self, module: usize, reference: &Ref) -> Vec<NodeId> {
+        let mut out = Vec::new();
+        self.global_held(module, reference, &[], MAX_DEPTH, &mut out);
+        out
+    }
+
+    /// The functions a module global named by `reference` holds at `path` inside its value,
+    /// when it is not a definition.
+    fn global_held(
+        &self,
+        module: usize,
+        reference: &Ref,
+        path: &[u8],
+        depth: u8,
+        out: &mut Vec<NodeId>,
+    ) {
         let (module, name) = match reference {
             Ref::Local(name) => (module, name.as_str()),
             Ref::Qualified(qualified) => {
                 let Some((owner, name)) = qualified.rsplit_once('.') else {
-                    return Vec::new();
+                    return;
                 };
                 let Some(owner) = self.module_named(owner) else {
-                    return Vec::new();
+                    return;
                 };
                 (owner, name)
             }
         };
-        let Some(held) = self.modules()[module].global_functions.get(name) else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for target in held {
-            self.held_into(module, target, depth, &mut out);
+        for target in self.modules()[module]
+            .global_functions
+            .get(name)
+            .into_iter()
+            .flatten()
+        {
+            self.held_at(module, target, path, depth, out);
         }
-        out
     }
 
     /// The functions calling what `reference` returns, at `path` inside the returned tuples,
@@ -77,16 +93,10 @@ impl ProjectIndex<'_> {
                     self.held_into(module, &element, depth, out);
                 }
             }
-            CallTarget::Function(Ref::Local(name)) if depth > 0 => {
-                let is_definition = self.lookup(module, &Ref::Local(name.clone())).is_some();
-                if let (false, Some(held)) = (
-                    is_definition,
-                    self.modules()[module].global_functions.get(name.as_str()),
-                ) {
-                    for held in held {
-                        self.held_at(module, held, path, depth - 1, out);
-                    }
-                }
+            CallTarget::Function(reference @ Ref::Local(_))
+                if depth > 0 && self.lookup(module, reference).is_none() =>
+            {
+                self.global_held(module, reference, path, depth - 1, out);
             }
             _ => {}
         }
@@ -97,7 +107,10 @@ impl ProjectIndex<'_> {
             CallTarget::Function(reference) => match self.lookup(module, reference) {
                 Some(Definition::Function(node)) => vec![node],
                 Some(Definition::Class(..)) => Vec::new(),
-                None if depth > 0 => self.global_held(module, reference, depth - 1),
+                None if depth > 0 => {
+                    self.global_held(module, reference, &[], depth - 1, out);
+                    Vec::new()
+                }
                 None => Vec::new(),
             },
             CallTarget::Returned { function, path } => {

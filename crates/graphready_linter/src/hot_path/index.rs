@@ -530,7 +530,7 @@ impl<'s> ProjectIndex<'s> {
                 Some(Definition::Function(node)) => vec![node],
                 Some(Definition::Class(..)) => Vec::new(),
                 // A module global holding functions (`_unpad_fn(...)`).
-                None => self.global_held(module, reference, MAX_DEPTH),
+                None => self.global_targets(module, reference),
             },
             CallTarget::Returned { function, path } => {
                 self.returned_by(module, function, path, MAX_DEPTH)

@@ -228,11 +228,7 @@ impl<'s> HotPath<'s> {
         steps.extend(found.entries);
         // Set-up and measuring harnesses run once, even when per-step code calls them.
         let mut breaks = eager.clone();
-        breaks.extend(index.nodes().filter(|node| {
-            steps::is_set_up(&index.function(*node).qualname)
-                || index.is_harness(node.module)
-                || index.is_memoized(*node)
-        }));
+        breaks.extend(index.nodes().filter(|node| index.runs_once(*node)));
         let mut stalled = FxHashMap::default();
         search(&index, &steps, &breaks, &mut stalled, &captured);
         let drivers: FxHashSet<NodeId> = found

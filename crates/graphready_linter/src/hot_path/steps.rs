@@ -122,7 +122,7 @@ impl ProjectIndex<'_> {
     /// A memoised function (`@functools.lru_cache(...)`, `@functools.cache`): its body runs
     /// once per distinct argument, in the warm-up that precedes any capture, like a lazily made
     /// cache.
-    pub(super) fn is_memoized(&self, node: NodeId) -> bool {
+    fn is_memoized(&self, node: NodeId) -> bool {
         self.function(node).decorators.iter().any(|decorator| {
             matches!(decorator, crate::summary::Ref::Qualified(q)
                 if matches!(q.as_str(), "functools.lru_cache" | "functools.cache"))

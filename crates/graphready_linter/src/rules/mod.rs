@@ -254,8 +254,7 @@ pub fn moves_to_device(checker: &Checker, call: &ast::ExprCall) -> bool {
 
 /// Whether a call passes `non_blocking=True`.
 pub fn non_blocking(call: &ast::ExprCall) -> bool {
-    crate::semantic::keyword(call, "non_blocking")
-        .is_some_and(|value| matches!(value, Expr::BooleanLiteral(b) if b.value))
+    crate::semantic::keyword_true(call, "non_blocking")
 }
 
 /// `receiver.method(...)`: the method name and the receiver, when the callee is an attribute.

@@ -162,8 +162,7 @@ fn built_on_host(call: &ast::ExprCall) -> Option<Ty> {
     if !keyword(call, "device").is_some_and(is_cpu_device) {
         return None;
     }
-    let pinned = keyword(call, "pin_memory")
-        .is_some_and(|pin| matches!(pin, Expr::BooleanLiteral(b) if b.value));
+    let pinned = super::syntax::keyword_true(call, "pin_memory");
     Some(if pinned {
         Ty::PinnedTensor
     } else {

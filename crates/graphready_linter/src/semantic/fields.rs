@@ -26,8 +26,7 @@ fn keeps_on_cpu(value: &Expr) -> bool {
     let Expr::Call(call) = value else {
         return false;
     };
-    super::syntax::keyword(call, "keep_on_cpu")
-        .is_some_and(|value| matches!(value, Expr::BooleanLiteral(b) if b.value))
+    super::syntax::keyword_true(call, "keep_on_cpu")
 }
 
 impl<'a> Visitor<'a> for Collector<'a> {

@@ -47,6 +47,11 @@ pub fn expr_host_named(expr: &Expr) -> bool {
     }
 }
 
+/// Whether a call passes `name=True`.
+pub fn keyword_true(call: &ast::ExprCall, name: &str) -> bool {
+    keyword(call, name).is_some_and(|value| matches!(value, Expr::BooleanLiteral(b) if b.value))
+}
+
 /// A keyword argument by name.
 pub fn keyword<'e>(call: &'e ast::ExprCall, name: &str) -> Option<&'e Expr> {
     call.arguments

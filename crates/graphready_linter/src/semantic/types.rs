@@ -235,7 +235,6 @@ impl<'a> SemanticModel<'a> {
         self.types.learned_returns.insert(qualname.to_string(), ty);
     }
 
-    /// Parameters of a function of this module whose type its reached call sites decide.
     /// The property that reading `receiver.attribute` runs in the function `qualname`, when the
     /// property waits for the device and `receiver` is still the parameter.
     pub fn property_read(
@@ -253,6 +252,7 @@ impl<'a> SemanticModel<'a> {
             .filter(|_| self.is_parameter(receiver))
     }
 
+    /// Parameters of a function of this module whose type its reached call sites decide.
     pub fn param_types(&self, qualname: &str) -> &'a [(String, Ty)] {
         self.types
             .facts

@@ -36,6 +36,10 @@ impl<'a> SummaryBuilder<'a> {
     /// project returns (`fn = make_fn()`). A tuple's elements are kept with their positions
     /// (`path`), for returns and unpacking.
     pub(super) fn held_targets(&self, model: &SemanticModel, value: &Expr) -> Vec<CallTarget> {
+        // A tuple's elements all sit at positions inside it, never at the value itself.
+        if matches!(value, Expr::Tuple(_) | Expr::List(_)) {
+            return Vec::new();
+        }
         let mut out = Vec::new();
         self.held_at(model, value, &mut Vec::new(), &mut out);
         out.into_iter()

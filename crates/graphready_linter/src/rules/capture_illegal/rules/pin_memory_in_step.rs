@@ -1,9 +1,9 @@
 use crate::checker::Checker;
 use crate::declare_violation;
 use crate::rules::method_call;
-use crate::semantic::keyword;
+use crate::semantic::keyword_true;
 use crate::violation::{Calls, Check, Violation};
-use ruff_python_ast::{self as ast, Expr};
+use ruff_python_ast as ast;
 use ruff_text_size::Ranged;
 
 declare_violation! {
@@ -57,8 +57,7 @@ impl Check for PinMemoryInStep {
 
 /// GR502
 fn pin_memory_in_step(checker: &mut Checker, call: &ast::ExprCall) {
-    let pinned_keyword = keyword(call, "pin_memory")
-        .is_some_and(|value| matches!(value, Expr::BooleanLiteral(b) if b.value));
+    let pinned_keyword = keyword_true(call, "pin_memory");
     let pins = if pinned_keyword {
         crate::rules::callee(checker, call).is_some_and(|qualified| qualified.starts_with("torch."))
             || matches!(method_call(call), Some((method, _)) if method.starts_with("new_"))
