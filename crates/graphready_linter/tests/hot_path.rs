@@ -183,6 +183,16 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             // The decode loop `generate` reaches through its table of method names runs until the
             // sequences finish: its body runs every step, `generate`'s own check once per call.
+            // A field some processor keeps on the host and another does not: it may be on the
+            // device. `image_grid_thw` (line 10), which `vision.py` keeps on the host, is not
+            // reported, though the processor is in another module.
+            finding(
+                "engine/encoder.py",
+                12,
+                "GR102",
+                "capture",
+                &["VisionEncoder.forward"],
+            ),
             finding(
                 "engine/generation.py",
                 29,

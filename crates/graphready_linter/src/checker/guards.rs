@@ -7,7 +7,8 @@
 //! `semantic::predicates`), `x.is_cuda` (a CPU tensor never syncs a device), a module's
 //! `self.training` (inference, captured or not, runs in eval mode: SpecAugment masking and
 //! dropout seeds under `if self.training:` never run there), debug switches (a flag or
-//! environment variable that says `debug`) and the configured debug guards.
+//! environment variable that says `debug`), platform tests for devices without CUDA graphs
+//! (`current_platform.is_xpu()`, `_is_npu`) and the configured debug guards.
 
 use crate::semantic::{SemanticModel, Ty};
 use crate::settings::Settings;
@@ -93,6 +94,25 @@ fn is_debug_switch(test: &Expr) -> bool {
         },
         _ => false,
     }
+}
+
+/// A platform test for a device other than a CUDA (or ROCm) GPU: `current_platform.is_xpu()`,
+/// `is_npu()`, a module flag `_is_cpu`, `platform.is_tpu`. Code under it never runs where CUDA
+/// graphs are captured (a CPU tensor's `x.is_cpu` says the same of the data).
+fn is_other_platform(test: &Expr) -> bool {
+    let callee = match test {
+        Expr::Call(call) if call.arguments.is_empty() => &*call.func,
+        other => other,
+    };
+    let name = match callee {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.as_str(),
+        _ => return false,
+    };
+    matches!(
+        name.trim_start_matches('_'),
+        "is_xpu" | "is_npu" | "is_cpu" | "is_tpu" | "is_hpu" | "is_mps" | "is_neuron"
+    )
 }
 
 /// `if not hasattr(self, "t"): self.register_buffer("t", make())` on a class that lasts.
@@ -202,6 +222,8 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
         // `if self.debug_mode:`, `if envs.SGLANG_DEBUG_MEMORY_POOL.get():`: checks a user turns
         // on to debug, off in serving.
         test if !negated && is_debug_switch(test) => true,
+        // `if current_platform.is_xpu():`, `if _is_npu:`: code for a device without CUDA graphs.
+        test if !negated && is_other_platform(test) => true,
         Expr::Attribute(attribute) if attribute.attr.id.as_str() == "is_cuda" => negated,
         Expr::Attribute(attribute)
             if attribute.attr.id.as_str() == "training"

@@ -155,8 +155,12 @@ impl<'a> Checker<'a> {
 
     /// Walks a module and returns what the rules found.
     pub fn run(mut self, module: &'a ast::ModModule) -> Analysis {
-        if memchr::memmem::find(self.summary.source().as_bytes(), b"keep_on_cpu").is_some() {
-            self.model.learn_host_fields(module);
+        let source = self.summary.source().as_bytes();
+        if memchr::memmem::find(source, b"keep_on_cpu").is_some()
+            || memchr::memmem::find(source, b"FieldConfig").is_some()
+        {
+            let declarations = self.model.learn_host_fields(module);
+            self.summary.host_fields(&declarations);
         }
         self.summary.module_definitions(&module.body);
         self.visit_body(&module.body);
@@ -219,6 +223,13 @@ impl<'a> Checker<'a> {
         if let Some(self_name) = self_name {
             self.model.bind(self_name, Ty::Unknown);
         }
+        // An assertion in the body proper runs on every call: what it says of a parameter
+        // (`assert lens.is_cpu`) held from the call on, before the assertion too.
+        for stmt in &function.body {
+            if let Stmt::Assert(assert) = stmt {
+                self.model.assume_host(&assert.test);
+            }
+        }
         self.visit_body(&function.body);
         rules::function_exit(self);
         self.rule_state = saved_state;
@@ -240,9 +251,14 @@ impl<'a> Checker<'a> {
     }
 
     /// Visits a block; after `if <test>: return`, the rest of the block runs only when `test`
-    /// is false, which may make it safe.
+    /// is false, which may make it safe. A block that can only end by raising is an error path:
+    /// what it does before the `raise` (formatting the values for the message) runs only when
+    /// something already went wrong.
     fn visit_block(&mut self, body: &'a [Stmt]) {
         let saved = self.safe_depth;
+        if only_raises(body) {
+            self.safe_depth += 1;
+        }
         for stmt in body {
             self.visit_stmt(stmt);
             if let Stmt::If(if_stmt) = stmt {
@@ -308,6 +324,46 @@ impl<'a> Checker<'a> {
             self.model.end_clauses();
         }
     }
+}
+
+/// Whether a block can only end by raising: its last statement raises and nothing in it
+/// leaves it otherwise (`return`, `break`, `continue`, `yield`; nested definitions aside).
+/// A function body that returns in its branches and raises at the end is not one.
+fn only_raises(body: &[Stmt]) -> bool {
+    fn leaves(stmt: &Stmt) -> bool {
+        match stmt {
+            Stmt::Return(_) | Stmt::Break(_) | Stmt::Continue(_) => true,
+            Stmt::Expr(expr) => matches!(&*expr.value, Expr::Yield(_) | Expr::YieldFrom(_)),
+            Stmt::If(if_stmt) => {
+                if_stmt.body.iter().any(leaves)
+                    || if_stmt
+                        .elif_else_clauses
+                        .iter()
+                        .any(|clause| clause.body.iter().any(leaves))
+            }
+            Stmt::For(for_stmt) => for_stmt.body.iter().chain(&for_stmt.orelse).any(leaves),
+            Stmt::While(while_stmt) => while_stmt.body.iter().chain(&while_stmt.orelse).any(leaves),
+            Stmt::With(with) => with.body.iter().any(leaves),
+            Stmt::Try(try_stmt) => {
+                try_stmt
+                    .body
+                    .iter()
+                    .chain(&try_stmt.orelse)
+                    .chain(&try_stmt.finalbody)
+                    .any(leaves)
+                    || try_stmt.handlers.iter().any(|handler| {
+                        let ast::ExceptHandler::ExceptHandler(handler) = handler;
+                        handler.body.iter().any(leaves)
+                    })
+            }
+            Stmt::Match(match_stmt) => match_stmt
+                .cases
+                .iter()
+                .any(|case| case.body.iter().any(leaves)),
+            _ => false,
+        }
+    }
+    matches!(body.last(), Some(Stmt::Raise(_))) && !body.iter().any(leaves)
 }
 
 fn body_always_exits(body: &[Stmt]) -> bool {
@@ -384,6 +440,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
             Stmt::Assert(assert) => {
                 self.visit_expr(&assert.test);
                 self.truth_test(&assert.test);
+                self.model.assume_host(&assert.test);
                 // The message is built only when the assertion fails: the process is going down.
                 if let Some(msg) = &assert.msg {
                     self.safe_depth += 1;
@@ -534,6 +591,14 @@ impl<'a> Visitor<'a> for Checker<'a> {
         }
         visitor::walk_expr(self, expr);
         rules::expression(self, expr);
+    }
+
+    /// An exception handler is a recovery path (an out-of-memory fallback, a kernel that failed
+    /// on this hardware), not the step that runs every time.
+    fn visit_except_handler(&mut self, handler: &'a ast::ExceptHandler) {
+        self.safe_depth += 1;
+        visitor::walk_except_handler(self, handler);
+        self.safe_depth -= 1;
     }
 
     fn visit_comprehension(&mut self, comprehension: &'a ast::Comprehension) {

@@ -376,6 +376,14 @@ fn phase3(
     };
     // Modules whose functions receive device tensors from reached callers.
     again.extend(hot.modules_with_param_types());
+    // Modules with findings that read fields other modules keep on the host.
+    again.extend(reading_host_fields(
+        options,
+        candidates,
+        outcomes,
+        &external.host_fields,
+        (scope == Scope::Hot).then_some(hot),
+    ));
     // Modules whose functions read properties that wait for the device.
     again.extend(hot.modules_with_property_reads(scope == Scope::Hot));
     again.sort_unstable();
@@ -414,6 +422,7 @@ fn phase3(
                 own_returns: Some(&own_returns),
                 module_classes: Some(module_classes),
                 property_reads: Some(&property_reads),
+                host_fields: (!external.host_fields.is_empty()).then_some(&external.host_fields),
             };
             check_file(c, &candidates[c], options, facts, only.as_ref()).map(|outcome| (i, outcome))
         })
@@ -428,6 +437,44 @@ fn phase3(
         target.used.extend(outcome.used);
     }
     count
+}
+
+/// The modules with findings (under `--scope hot`, in reportable functions) whose source names
+/// a field the project keeps on the host (the findings may read it): phase 3 checks them again
+/// knowing the project's fields.
+fn reading_host_fields(
+    options: &Options,
+    candidates: &[Candidate],
+    outcomes: &[Outcome],
+    fields: &rustc_hash::FxHashSet<String>,
+    hot: Option<&HotPath>,
+) -> Vec<usize> {
+    if fields.is_empty() {
+        return Vec::new();
+    }
+    let Ok(names) = aho_corasick::AhoCorasick::new(fields) else {
+        return Vec::new();
+    };
+    outcomes
+        .par_iter()
+        .enumerate()
+        .filter(|(i, outcome)| {
+            let reportable = hot.map(|hot| hot.reportable_functions(*i));
+            outcome.analysis.diagnostics.iter().any(|diagnostic| {
+                diagnostic.function.as_deref().is_some_and(|function| {
+                    reportable
+                        .as_ref()
+                        .is_none_or(|names| names.contains(function))
+                })
+            })
+        })
+        .filter(|(_, outcome)| {
+            options
+                .read(&candidates[outcome.candidate].file.path)
+                .is_ok_and(|source| names.is_match(&source))
+        })
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// Whether a scope reports a finding, given its reach.
@@ -482,13 +529,17 @@ fn check_file(
         Err(err) => return Some(unreadable(format!("file could not be read: {err}"))),
     };
     // Files that never mention `torch` hold no hazard; package `__init__.py` files still count,
-    // for the re-exports the call graph follows through them.
+    // for the re-exports the call graph follows through them, and so do processors that declare
+    // fields kept on the host, for the modules that read them.
     let is_init = candidate
         .file
         .path
         .file_name()
         .is_some_and(|name| name == "__init__.py");
-    if !is_init && !crate::mentions_torch(&bytes) {
+    if !is_init
+        && !crate::mentions_torch(&bytes)
+        && memchr::memmem::find(&bytes, b"keep_on_cpu").is_none()
+    {
         return None;
     }
     let source = match String::from_utf8(bytes) {

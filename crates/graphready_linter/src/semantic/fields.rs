@@ -3,30 +3,72 @@
 //! MultiModalFieldConfig.batched("image", keep_on_cpu=True)`): the model's code reads them as
 //! host tensors (`grid_thw = kwargs.pop("image_grid_thw")`, `image_input["image_grid_thw"]`,
 //! `image_input.image_grid_thw`), though the input schemas annotate them `torch.Tensor`.
+//!
+//! The processor that declares a field is often in another module than the code that reads it
+//! (a shared field factory, a model's `common/` processor and its `nvidia/` layers): the
+//! project keeps the names every declaration keeps on the host, and drops a name that some
+//! other processor declares without `keep_on_cpu` (there the field is a device tensor).
 
 use super::model::SemanticModel;
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr};
 use rustc_hash::FxHashSet;
 
-/// The names of the fields a module declares host-resident: the keyword or string key that a
-/// call with `keep_on_cpu=True` is given to.
-pub(crate) fn host_fields(module: &ast::ModModule) -> FxHashSet<&str> {
+/// The fields a module declares: those kept on the host, and those declared by the same
+/// configuration classes without `keep_on_cpu` (device tensors).
+#[derive(Debug, Default)]
+pub(crate) struct FieldDeclarations<'a> {
+    pub(crate) kept: FxHashSet<&'a str>,
+    pub(crate) on_device: FxHashSet<&'a str>,
+}
+
+/// The fields a module declares: the keywords or string keys that calls with
+/// `keep_on_cpu=True` are given to, and those that calls on the same configuration class
+/// (`MultiModalFieldConfig.batched("audio")`) are given to without it.
+pub(crate) fn field_declarations(module: &ast::ModModule) -> FieldDeclarations<'_> {
     let mut collector = Collector::default();
     collector.visit_body(&module.body);
-    collector.fields
+    let configs: FxHashSet<&str> = collector
+        .declared
+        .iter()
+        .filter(|(_, _, kept)| *kept)
+        .filter_map(|(_, class, _)| *class)
+        .collect();
+    let mut declarations = FieldDeclarations::default();
+    for (field, class, kept) in collector.declared {
+        if kept {
+            declarations.kept.insert(field);
+        } else if class
+            .is_some_and(|class| configs.contains(class) || class.ends_with("FieldConfig"))
+        {
+            declarations.on_device.insert(field);
+        }
+    }
+    declarations
 }
 
 #[derive(Default)]
 struct Collector<'a> {
-    fields: FxHashSet<&'a str>,
+    /// Field, the class whose method configures it (`MultiModalFieldConfig`), and whether it is
+    /// kept on the host.
+    declared: Vec<(&'a str, Option<&'a str>, bool)>,
 }
 
-fn keeps_on_cpu(value: &Expr) -> bool {
+/// For a configuration call `Class.method(...)`: the class, and whether it keeps the field on
+/// the host.
+fn configuration(value: &Expr) -> Option<(Option<&str>, bool)> {
     let Expr::Call(call) = value else {
-        return false;
+        return None;
     };
-    super::syntax::keyword_true(call, "keep_on_cpu")
+    let class = match &*call.func {
+        Expr::Attribute(attribute) => match &*attribute.value {
+            Expr::Name(name) => Some(name.id.as_str()),
+            _ => None,
+        },
+        _ => None,
+    };
+    let kept = super::syntax::keyword_true(call, "keep_on_cpu");
+    (kept || class.is_some()).then_some((class, kept))
 }
 
 impl<'a> Visitor<'a> for Collector<'a> {
@@ -34,19 +76,19 @@ impl<'a> Visitor<'a> for Collector<'a> {
         match expr {
             Expr::Call(call) => {
                 for keyword in &call.arguments.keywords {
-                    if let Some(arg) = &keyword.arg {
-                        if keeps_on_cpu(&keyword.value) {
-                            self.fields.insert(arg.id.as_str());
-                        }
+                    if let (Some(arg), Some((class, kept))) =
+                        (&keyword.arg, configuration(&keyword.value))
+                    {
+                        self.declared.push((arg.id.as_str(), class, kept));
                     }
                 }
             }
             Expr::Dict(dict) => {
                 for item in &dict.items {
-                    if let (Some(Expr::StringLiteral(key)), true) =
-                        (&item.key, keeps_on_cpu(&item.value))
+                    if let (Some(Expr::StringLiteral(key)), Some((class, kept))) =
+                        (&item.key, configuration(&item.value))
                     {
-                        self.fields.insert(key.value.to_str());
+                        self.declared.push((key.value.to_str(), class, kept));
                     }
                 }
             }
@@ -57,15 +99,20 @@ impl<'a> Visitor<'a> for Collector<'a> {
 }
 
 impl<'a> SemanticModel<'a> {
-    /// Whether the module declares a field of this name host-resident.
+    /// Whether the module, or the project, declares a field of this name host-resident.
     pub(super) fn is_host_field(&self, name: &str) -> bool {
-        !self.host_fields.is_empty() && self.host_fields.contains(name)
+        (!self.host_fields.is_empty() && self.host_fields.contains(name))
+            || self
+                .types
+                .facts
+                .host_fields
+                .is_some_and(|fields| fields.contains(name))
     }
 
     /// A read of a host-resident field by key: `kwargs.pop("image_grid_thw")`,
     /// `kwargs.get(...)`, `inputs["image_grid_thw"]`.
     pub(super) fn reads_host_field(&self, expr: &Expr) -> bool {
-        if self.host_fields.is_empty() {
+        if self.host_fields.is_empty() && self.types.facts.host_fields.is_none() {
             return false;
         }
         let key = match expr {
@@ -80,6 +127,6 @@ impl<'a> SemanticModel<'a> {
             },
             _ => return false,
         };
-        matches!(key, Expr::StringLiteral(key) if self.host_fields.contains(key.value.to_str()))
+        matches!(key, Expr::StringLiteral(key) if self.is_host_field(key.value.to_str()))
     }
 }

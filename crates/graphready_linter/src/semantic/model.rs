@@ -25,6 +25,8 @@ pub(super) struct Scope<'a> {
     pub(super) bool_tensors: FxHashSet<&'a str>,
     /// The parameters of the function this scope belongs to.
     pub(super) parameters: FxHashSet<&'a str>,
+    /// Attribute paths an assertion declared host tensors (`assert batch.lens.is_cpu`).
+    pub(super) host_attributes: FxHashSet<String>,
 }
 
 /// What is known about a class defined in this module.
@@ -137,6 +139,7 @@ impl<'a> SemanticModel<'a> {
                 scope.bindings.clear();
                 scope.bool_tensors.clear();
                 scope.parameters.clear();
+                scope.host_attributes.clear();
                 self.spare_scopes.push(scope);
             }
         }
@@ -247,7 +250,7 @@ impl<'a> SemanticModel<'a> {
 
     /// The scopes visible from here, innermost first: class bodies are not visible from the
     /// functions nested in them.
-    fn visible_scopes(&self) -> impl Iterator<Item = &Scope<'a>> {
+    pub(super) fn visible_scopes(&self) -> impl Iterator<Item = &Scope<'a>> {
         let innermost = self.scopes.len() - 1;
         self.scopes
             .iter()
@@ -406,9 +409,15 @@ impl<'a> SemanticModel<'a> {
         self.qualified_name(expr).as_deref() == Some(qualified)
     }
 
-    /// Reads the fields the module declares host-resident, before its functions are walked.
-    pub fn learn_host_fields(&mut self, module: &'a ruff_python_ast::ModModule) {
-        self.host_fields = super::fields::host_fields(module);
+    /// Reads the fields the module declares host-resident, before its functions are walked,
+    /// and returns its declarations for the project (see [`super::fields`]).
+    pub fn learn_host_fields(
+        &mut self,
+        module: &'a ruff_python_ast::ModModule,
+    ) -> super::fields::FieldDeclarations<'a> {
+        let declarations = super::fields::field_declarations(module);
+        self.host_fields.clone_from(&declarations.kept);
+        declarations
     }
 
     pub fn define_class(&mut self, name: &'a str, info: ClassInfo<'a>) {

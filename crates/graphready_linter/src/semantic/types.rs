@@ -141,6 +141,8 @@ pub struct ProjectFacts<'a> {
     /// Function qualified name inside the module → the properties its parameters' reads run
     /// that wait for the device.
     pub property_reads: Option<&'a FxHashMap<String, Vec<PropertyRead>>>,
+    /// Input fields the project's processors keep on the host (see `super::fields`).
+    pub host_fields: Option<&'a rustc_hash::FxHashSet<String>>,
 }
 
 /// A read of a property that waits for the device: `batch.seq_lens_cpu`, where `batch` is an
@@ -313,6 +315,74 @@ impl<'a> SemanticModel<'a> {
             Expr::Starred(starred) => self.bind_target(&starred.value, Ty::Unknown),
             _ => {}
         }
+    }
+
+    /// What an assertion that passed says of the data: `assert x.is_cpu`,
+    /// `assert x.device.type == "cpu"` and `assert not x.is_cuda` leave `x` (a name or an
+    /// attribute path) a host tensor from here on; `and` asserts each operand.
+    pub fn assume_host(&mut self, test: &'a Expr) {
+        let subject = match test {
+            Expr::BoolOp(bool_op) if matches!(bool_op.op, ast::BoolOp::And) => {
+                for value in &bool_op.values {
+                    self.assume_host(value);
+                }
+                return;
+            }
+            Expr::Attribute(attribute) if attribute.attr.as_str() == "is_cpu" => &*attribute.value,
+            Expr::UnaryOp(ast::ExprUnaryOp {
+                op: ast::UnaryOp::Not,
+                operand,
+                ..
+            }) => match &**operand {
+                Expr::Attribute(attribute) if attribute.attr.as_str() == "is_cuda" => {
+                    &*attribute.value
+                }
+                _ => return,
+            },
+            Expr::Compare(compare)
+                if matches!(&*compare.ops, [ast::CmpOp::Eq])
+                    && matches!(&compare.comparators[0], Expr::StringLiteral(s) if s.value.to_str() == "cpu") =>
+            {
+                match &*compare.left {
+                    Expr::Attribute(kind) if kind.attr.as_str() == "type" => match &*kind.value {
+                        Expr::Attribute(device) if device.attr.as_str() == "device" => {
+                            &*device.value
+                        }
+                        _ => return,
+                    },
+                    _ => return,
+                }
+            }
+            _ => return,
+        };
+        match subject {
+            Expr::Name(name) if !self.ty(subject).is_host_tensor() => {
+                self.bind(name.id.as_str(), Ty::CpuTensor);
+            }
+            Expr::Attribute(_) => {
+                if let Some(path) = attribute_path(subject) {
+                    self.invalidate();
+                    self.current().host_attributes.insert(path);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether an assertion declared this attribute path a host tensor.
+    fn asserted_host(&self, attribute: &ast::ExprAttribute) -> bool {
+        let mut scopes = self
+            .visible_scopes()
+            .filter(|s| !s.host_attributes.is_empty());
+        let Some(first) = scopes.next() else {
+            return false;
+        };
+        let Some(mut path) = attribute_path(&attribute.value) else {
+            return false;
+        };
+        path.push('.');
+        path.push_str(attribute.attr.as_str());
+        first.host_attributes.contains(&path) || scopes.any(|s| s.host_attributes.contains(&path))
     }
 
     /// Binds tuple targets element-wise when the value is a literal tuple of the same length.
@@ -494,7 +564,7 @@ impl<'a> SemanticModel<'a> {
 
     pub(super) fn attribute_ty(&self, attribute: &ast::ExprAttribute) -> Ty {
         let attr = attribute.attr.id.as_str();
-        if self.is_host_field(attr) {
+        if self.is_host_field(attr) || self.asserted_host(attribute) {
             return Ty::CpuTensor;
         }
         if let Some(class) = self.instance_class(&attribute.value) {
@@ -572,5 +642,19 @@ fn combine(left: Ty, right: Ty) -> Ty {
         (Ty::HostLists, Ty::HostLists) => Ty::HostLists,
         (a, b) if a.is_host_value() && b.is_host_value() => Ty::Host,
         _ => Ty::Unknown,
+    }
+}
+
+/// `a.b.c` as text, for a chain of attribute reads on a name.
+fn attribute_path(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Name(name) => Some(name.id.to_string()),
+        Expr::Attribute(attribute) => {
+            let mut path = attribute_path(&attribute.value)?;
+            path.push('.');
+            path.push_str(attribute.attr.as_str());
+            Some(path)
+        }
+        _ => None,
     }
 }

@@ -272,6 +272,10 @@ pub struct ModuleSummary {
     /// Module globals that hold the project's functions, by name: assigned at module level or
     /// under a `global` declaration (`_unpad_fn = _lazy_imports(...)`).
     pub global_functions: FxHashMap<String, Vec<CallTarget>>,
+    /// Input fields the module declares kept on the host (vLLM's `keep_on_cpu=True`), and those
+    /// it declares without it (see `semantic::fields`).
+    pub host_fields: Vec<String>,
+    pub device_fields: Vec<String>,
 }
 
 /// An import under which a table keyed by qualified name must also answer (a re-export):
