@@ -134,6 +134,7 @@ pub(crate) fn analyze(
         facts,
     )
     .only(only)
+    .other_platform(other_platform(path))
     .run(parsed.syntax());
     let mut summary = analysis.summary;
     summary.path = path.to_string();
@@ -143,6 +144,41 @@ pub(crate) fn analyze(
         suppressed,
         summary,
     }
+}
+
+/// The input fields a file declares, kept on the host and not (see `semantic::fields`), when it
+/// declares any; read before the project's files are checked.
+pub(crate) fn field_declarations(bytes: &[u8]) -> Option<(Vec<String>, Vec<String>)> {
+    if memchr::memmem::find(bytes, b"keep_on_cpu").is_none()
+        && memchr::memmem::find(bytes, b"FieldConfig").is_none()
+    {
+        return None;
+    }
+    let source = std::str::from_utf8(bytes).ok()?;
+    let parsed = ruff_python_parser::parse_module(source).ok()?;
+    let declarations = semantic::field_declarations(parsed.syntax());
+    let owned =
+        |fields: &rustc_hash::FxHashSet<&str>| fields.iter().map(|f| (*f).to_string()).collect();
+    Some((owned(&declarations.kept), owned(&declarations.on_device)))
+}
+
+/// Whether a file's path says it serves a device without CUDA graphs: a directory or a word of
+/// the file's name is `npu`, `xpu`, `tpu`, `hpu`, `mps`, `mlx`, `ascend` or `neuron`
+/// (`hardware_backend/npu/attention/...`, `punica_xpu.py`, `tpu_model_runner.py`). `cpu` is not
+/// one of them: `kv_offload/cpu/` is CUDA code that offloads to the host.
+fn other_platform(path: &str) -> bool {
+    path.split(['/', '\\'])
+        .flat_map(|part| {
+            part.strip_suffix(".py")
+                .unwrap_or(part)
+                .split(['_', '-', '.'])
+        })
+        .any(|word| {
+            matches!(
+                word.to_ascii_lowercase().as_str(),
+                "npu" | "xpu" | "tpu" | "hpu" | "mps" | "mlx" | "ascend" | "neuron"
+            )
+        })
 }
 
 /// Locates the raw findings in the source and applies the suppression comments: the findings
@@ -253,6 +289,28 @@ fn span(index: &LineIndex, source: &str, range: TextRange) -> Span {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_of_devices_without_cuda_graphs() {
+        for path in [
+            "sglang/srt/hardware_backend/npu/attention/ascend_backend.py",
+            "vllm/lora/punica_wrapper/punica_xpu.py",
+            "vllm/v1/worker/tpu_model_runner.py",
+            "pkg/mlx/tp_worker.py",
+            "pkg\\xpu\\ops.py",
+        ] {
+            assert!(other_platform(path), "{path}");
+        }
+        for path in [
+            "vllm/v1/kv_offload/cpu/manager.py",
+            "vllm/v1/attention/backends/flash_attn.py",
+            "pkg/input_processor.py",
+            "pkg/snpu.py",
+            "pkg/gpu_model_runner.py",
+        ] {
+            assert!(!other_platform(path), "{path}");
+        }
+    }
 
     /// A class scan reads method bodies before their local imports bind: the import must still
     /// count when the body is checked (answers memoised before it are stale).

@@ -107,6 +107,14 @@ impl<'a> Checker<'a> {
         self
     }
 
+    /// A module for a device without CUDA graphs (see [`crate::analyze`]): nothing in it is
+    /// reported, and its calls lead nowhere.
+    #[must_use]
+    pub fn other_platform(mut self, other: bool) -> Self {
+        self.safe_depth = u32::from(other);
+        self
+    }
+
     /// The qualified name of the function being visited (`Class.method`), if any.
     pub fn function(&self) -> Option<&str> {
         self.function.as_deref()
@@ -155,12 +163,8 @@ impl<'a> Checker<'a> {
 
     /// Walks a module and returns what the rules found.
     pub fn run(mut self, module: &'a ast::ModModule) -> Analysis {
-        let source = self.summary.source().as_bytes();
-        if memchr::memmem::find(source, b"keep_on_cpu").is_some()
-            || memchr::memmem::find(source, b"FieldConfig").is_some()
-        {
-            let declarations = self.model.learn_host_fields(module);
-            self.summary.host_fields(&declarations);
+        if memchr::memmem::find(self.summary.source().as_bytes(), b"keep_on_cpu").is_some() {
+            self.model.learn_host_fields(module);
         }
         self.summary.module_definitions(&module.body);
         self.visit_body(&module.body);

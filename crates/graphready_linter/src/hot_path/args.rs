@@ -20,24 +20,69 @@ pub(super) fn param_types(
     drivers: &FxHashSet<NodeId>,
 ) -> FxHashMap<NodeId, Vec<(String, Ty)>> {
     let mut out: FxHashMap<NodeId, Vec<(String, Ty)>> = FxHashMap::default();
-    // Parameters annotated as tensors: what the reached sites so far passed, while every one
-    // passed a host value that is not a tensor (`None` once one did not).
-    let mut host: FxHashMap<(NodeId, &str), Option<Ty>> = FxHashMap::default();
-    let callers = captured
+    let callers: Vec<NodeId> = captured
         .keys()
         .chain(stalled.keys())
         .chain(drivers.iter())
-        .copied();
-    for caller in callers {
+        .copied()
+        .collect();
+    for &caller in &callers {
         let sites = &index.function(caller).calls;
         for (site, callees) in sites.iter().zip(index.resolved_sites(caller)) {
             for &callee in callees.iter() {
                 let function = index.function(callee);
-                let bound = bound(&site.target);
-                record_tensors(function, callee, bound, &site.tensor_args, &mut out);
-                record_host(function, callee, bound, site, &mut host);
+                record_tensors(
+                    function,
+                    callee,
+                    bound(&site.target),
+                    &site.tensor_args,
+                    &mut out,
+                );
             }
         }
+    }
+    // Host values: what every reached site passes, a caller's parameter passed on counting as
+    // what its own callers pass (`forward(grid_thw)` -> `get_window_index(grid_thw)`), to a
+    // fixed point (a few rounds: chains of parameters are short).
+    let mut decided: FxHashMap<(NodeId, &str), Ty> = FxHashMap::default();
+    for _ in 0..4 {
+        // What the reached sites so far passed, while every one passed a host value (`None`
+        // once one did not).
+        let mut host: FxHashMap<(NodeId, &str), Option<Ty>> = FxHashMap::default();
+        for &caller in &callers {
+            let sites = &index.function(caller).calls;
+            for (site, callees) in sites.iter().zip(index.resolved_sites(caller)) {
+                for &callee in callees.iter() {
+                    let function = index.function(callee);
+                    let passed = Passed {
+                        caller,
+                        site,
+                        decided: &decided,
+                    };
+                    record_host(function, callee, bound(&site.target), &passed, &mut host);
+                }
+            }
+        }
+        let next: FxHashMap<(NodeId, &str), Ty> = host
+            .into_iter()
+            .filter_map(|((callee, name), passed)| {
+                let ty = passed?;
+                let param = index
+                    .function(callee)
+                    .params
+                    .iter()
+                    .find(|p| p.name == name)?;
+                // A parameter not annotated as a tensor changes only when it holds a host tensor
+                // or an array (a number it holds says nothing new), and not when annotated as a
+                // host value already (`slot_ids: list[int]`).
+                let says_more = ty.is_host_tensor() || ty == Ty::Array;
+                (param.tensor || (says_more && !param.host)).then_some(((callee, name), ty))
+            })
+            .collect();
+        if next == decided {
+            break;
+        }
+        decided = next;
     }
     for (module, summary) in index.modules().iter().enumerate() {
         for entry in &summary.callable_entries {
@@ -56,9 +101,10 @@ pub(super) fn param_types(
             }
         }
     }
-    for ((callee, name), passed) in host {
-        if let Some(ty) = passed {
-            out.entry(callee).or_default().push((name.to_string(), ty));
+    for ((callee, name), ty) in decided {
+        let params = out.entry(callee).or_default();
+        if !params.iter().any(|(n, _)| n == name) {
+            params.push((name.to_string(), ty));
         }
     }
     for params in out.values_mut() {
@@ -114,37 +160,60 @@ fn record_tensors(
     }
 }
 
-/// What one reached site passes to the callee's parameters annotated as tensors: a host value
-/// (a host tensor included) keeps a parameter host, anything else (a device tensor, an unknown
-/// value, a splat) rules it out.
+/// One reached call site, with what its caller's parameters are known to hold.
+struct Passed<'s, 'f> {
+    caller: NodeId,
+    site: &'f CallSite,
+    decided: &'s FxHashMap<(NodeId, &'f str), Ty>,
+}
+
+impl Passed<'_, '_> {
+    /// The host type an argument is known to hold as the caller's parameter passed on.
+    fn through_parameter(&self, arg: &ArgKey) -> Option<Ty> {
+        let (_, name) = self.site.param_args.iter().find(|(key, _)| key == arg)?;
+        self.decided.get(&(self.caller, &**name)).copied()
+    }
+}
+
+/// What one reached site passes to the callee's parameters: a host value (a host tensor
+/// included) keeps a parameter host, anything else (a device tensor, an unknown value, a splat)
+/// rules it out.
 fn record_host<'f>(
     function: &'f FunctionSummary,
     callee: NodeId,
     bound: bool,
-    site: &CallSite,
+    passed: &Passed<'_, 'f>,
     host: &mut FxHashMap<(NodeId, &'f str), Option<Ty>>,
 ) {
-    if !function.params.iter().any(|p| p.tensor) {
-        return;
-    }
+    let site = passed.site;
     if site.opaque {
-        for param in function.params.iter().filter(|p| p.tensor) {
+        for param in &function.params {
             host.insert((callee, param.name.as_str()), None);
         }
         return;
     }
+    let mut pass = |param: &'f Param, ty: Option<Ty>| {
+        let key = (callee, param.name.as_str());
+        match ty {
+            None => {
+                host.insert(key, None);
+            }
+            Some(ty) => {
+                host.entry(key)
+                    .and_modify(|before| *before = before.map(|before| before.join(ty)))
+                    .or_insert(Some(ty));
+            }
+        }
+    };
     let unknown = site.other_args.iter().filter(|(_, ty)| *ty == Ty::Unknown);
-    let not_host = site.tensor_args.iter().chain(unknown.map(|(arg, _)| arg));
-    for arg in not_host {
-        if let Some(param) = param_of(function, bound, arg).filter(|p| p.tensor) {
-            host.insert((callee, param.name.as_str()), None);
+    for arg in site.tensor_args.iter().chain(unknown.map(|(arg, _)| arg)) {
+        if let Some(param) = param_of(function, bound, arg) {
+            pass(param, passed.through_parameter(arg));
         }
     }
     for (arg, ty) in site.other_args.iter().filter(|(_, ty)| *ty != Ty::Unknown) {
-        if let Some(param) = param_of(function, bound, arg).filter(|p| p.tensor) {
-            host.entry((callee, param.name.as_str()))
-                .and_modify(|passed| *passed = passed.map(|before| before.join(*ty)))
-                .or_insert(Some(*ty));
+        if let Some(param) = param_of(function, bound, arg) {
+            pass(param, Some(*ty));
         }
     }
 }

@@ -12,7 +12,7 @@ pub(super) struct ExternalFacts {
     pub(super) returns: ExternalReturns,
     /// Functions whose every return is an uninitialised buffer, by qualified name.
     pub(super) uninitialized: rustc_hash::FxHashSet<String>,
-    /// Input fields some module declares kept on the host and none declares on the device.
+    /// Input fields the project's processors keep on the host (phase 1 found them).
     pub(super) host_fields: rustc_hash::FxHashSet<String>,
 }
 
@@ -61,21 +61,6 @@ pub(super) fn external_returns(summaries: &[ModuleSummary]) -> ExternalFacts {
     ExternalFacts {
         returns: table,
         uninitialized,
-        host_fields: host_fields(summaries),
+        host_fields: rustc_hash::FxHashSet::default(),
     }
-}
-
-/// The fields the project's processors keep on the host, less those any of them declares
-/// without `keep_on_cpu` (the same name meaning a device tensor elsewhere).
-fn host_fields(summaries: &[ModuleSummary]) -> rustc_hash::FxHashSet<String> {
-    let device: rustc_hash::FxHashSet<&str> = summaries
-        .iter()
-        .flat_map(|summary| summary.device_fields.iter().map(String::as_str))
-        .collect();
-    summaries
-        .iter()
-        .flat_map(|summary| &summary.host_fields)
-        .filter(|field| !device.contains(field.as_str()))
-        .cloned()
-        .collect()
 }

@@ -188,7 +188,7 @@ pub fn check(
     discover: impl FnOnce(&mut dyn FnMut(SourceFile)) + Send,
 ) -> ProjectReport {
     let started = Instant::now();
-    let (candidates, mut outcomes, discovered) = phase1(options, discover);
+    let (candidates, mut outcomes, discovered, host_fields) = phase1(options, discover);
     let phase1_done = started.elapsed();
     let rss_phase1 = if options.timing { resident_kib() } else { 0 };
 
@@ -198,10 +198,11 @@ pub fn check(
         .iter_mut()
         .map(|outcome| std::mem::take(&mut outcome.analysis.summary))
         .collect();
-    let (hot, external) = rayon::join(
+    let (hot, mut external) = rayon::join(
         || HotPath::analyze(&summaries, options.hot_path),
         || external_returns(&summaries),
     );
+    external.host_fields = host_fields;
     let no_entries = hot.library || !hot.has_entries();
     let scope = match options.scope {
         Scope::Hot if !hot.has_entries() => Scope::All,
@@ -299,48 +300,87 @@ pub fn check(
     }
 }
 
-/// Phase 1: every file on its own, as discovery finds it. Returns the candidates in discovery
-/// order, the outcomes (files that never mention `torch` have none) and the discovery time.
+/// Phase 1: every file on its own. While discovery runs, the files that declare input fields
+/// (vLLM's multimodal processors) are read for the fields they keep on the host; then every
+/// file is checked knowing them, so that a model reads a field its processor in another module
+/// keeps on the host as a host tensor, and passes it on as one. Returns the candidates in
+/// discovery order, the outcomes (files that never mention `torch` have none), the discovery
+/// time and the project's host-resident fields.
 fn phase1(
     options: &Options,
     discover: impl FnOnce(&mut dyn FnMut(SourceFile)) + Send,
-) -> (Vec<Candidate>, Vec<Outcome>, Duration) {
+) -> (
+    Vec<Candidate>,
+    Vec<Outcome>,
+    Duration,
+    rustc_hash::FxHashSet<String>,
+) {
     let started = Instant::now();
-    let checked = std::sync::Mutex::new(Vec::new());
+    let declared = std::sync::Mutex::new(FieldTally::default());
+    let mut candidates = Vec::new();
     let mut discovered = Duration::ZERO;
     rayon::scope(|scope| {
-        let checked = &checked;
+        let declared = &declared;
         let mut packages = PackageCache::default();
         let mut seen = rustc_hash::FxHashSet::default();
-        let mut next = 0;
         discover(&mut |file: SourceFile| {
             if !seen.insert(file.path.clone()) {
                 return;
             }
-            let candidate = Candidate {
+            let path = file.path.clone();
+            candidates.push(Candidate {
                 module: packages.module_of(&file.path),
                 file,
-            };
-            let index = next;
-            next += 1;
+            });
             scope.spawn(move |_| {
-                let outcome = check_file(index, &candidate, options, ProjectFacts::default(), None);
-                if let Ok(mut checked) = checked.lock() {
-                    checked.push((index, candidate, outcome));
+                let Ok(bytes) = options.read(&path) else {
+                    return;
+                };
+                if let Some(fields) = crate::field_declarations(&bytes) {
+                    if let Ok(mut declared) = declared.lock() {
+                        declared.kept.extend(fields.0);
+                        declared.on_device.extend(fields.1);
+                    }
                 }
             });
         });
         discovered = started.elapsed();
     });
-    let mut checked = checked.into_inner().unwrap_or_default();
-    checked.sort_unstable_by_key(|(index, _, _)| *index);
-    let mut candidates = Vec::with_capacity(checked.len());
-    let mut outcomes = Vec::new();
-    for (_, candidate, outcome) in checked {
-        candidates.push(candidate);
-        outcomes.extend(outcome);
+    let host_fields = declared.into_inner().unwrap_or_default().host_fields();
+    let facts = ProjectFacts {
+        host_fields: non_empty(&host_fields),
+        ..ProjectFacts::default()
+    };
+    let outcomes = candidates
+        .par_iter()
+        .enumerate()
+        .with_max_len(1)
+        .filter_map(|(index, candidate)| check_file(index, candidate, options, facts, None))
+        .collect();
+    (candidates, outcomes, discovered, host_fields)
+}
+
+/// The input fields the project's processors declare.
+#[derive(Default)]
+struct FieldTally {
+    kept: rustc_hash::FxHashSet<String>,
+    on_device: rustc_hash::FxHashSet<String>,
+}
+
+impl FieldTally {
+    /// The fields kept on the host, less those any processor declares without `keep_on_cpu`
+    /// (the same name meaning a device tensor elsewhere).
+    fn host_fields(self) -> rustc_hash::FxHashSet<String> {
+        let on_device = self.on_device;
+        self.kept
+            .into_iter()
+            .filter(|field| !on_device.contains(field))
+            .collect()
     }
-    (candidates, outcomes, discovered)
+}
+
+fn non_empty(fields: &rustc_hash::FxHashSet<String>) -> Option<&rustc_hash::FxHashSet<String>> {
+    (!fields.is_empty()).then_some(fields)
 }
 
 /// Phase 3: files calling other modules' tensor-returning functions, again with their types;
@@ -376,14 +416,6 @@ fn phase3(
     };
     // Modules whose functions receive device tensors from reached callers.
     again.extend(hot.modules_with_param_types());
-    // Modules with findings that read fields other modules keep on the host.
-    again.extend(reading_host_fields(
-        options,
-        candidates,
-        outcomes,
-        &external.host_fields,
-        (scope == Scope::Hot).then_some(hot),
-    ));
     // Modules whose functions read properties that wait for the device.
     again.extend(hot.modules_with_property_reads(scope == Scope::Hot));
     again.sort_unstable();
@@ -422,7 +454,7 @@ fn phase3(
                 own_returns: Some(&own_returns),
                 module_classes: Some(module_classes),
                 property_reads: Some(&property_reads),
-                host_fields: (!external.host_fields.is_empty()).then_some(&external.host_fields),
+                host_fields: non_empty(&external.host_fields),
             };
             check_file(c, &candidates[c], options, facts, only.as_ref()).map(|outcome| (i, outcome))
         })
@@ -437,44 +469,6 @@ fn phase3(
         target.used.extend(outcome.used);
     }
     count
-}
-
-/// The modules with findings (under `--scope hot`, in reportable functions) whose source names
-/// a field the project keeps on the host (the findings may read it): phase 3 checks them again
-/// knowing the project's fields.
-fn reading_host_fields(
-    options: &Options,
-    candidates: &[Candidate],
-    outcomes: &[Outcome],
-    fields: &rustc_hash::FxHashSet<String>,
-    hot: Option<&HotPath>,
-) -> Vec<usize> {
-    if fields.is_empty() {
-        return Vec::new();
-    }
-    let Ok(names) = aho_corasick::AhoCorasick::new(fields) else {
-        return Vec::new();
-    };
-    outcomes
-        .par_iter()
-        .enumerate()
-        .filter(|(i, outcome)| {
-            let reportable = hot.map(|hot| hot.reportable_functions(*i));
-            outcome.analysis.diagnostics.iter().any(|diagnostic| {
-                diagnostic.function.as_deref().is_some_and(|function| {
-                    reportable
-                        .as_ref()
-                        .is_none_or(|names| names.contains(function))
-                })
-            })
-        })
-        .filter(|(_, outcome)| {
-            options
-                .read(&candidates[outcome.candidate].file.path)
-                .is_ok_and(|source| names.is_match(&source))
-        })
-        .map(|(i, _)| i)
-        .collect()
 }
 
 /// Whether a scope reports a finding, given its reach.

@@ -15,7 +15,7 @@ mod syntax;
 pub(crate) mod tensor_api;
 mod types;
 
-pub(crate) use fields::FieldDeclarations;
+pub(crate) use fields::field_declarations;
 pub use host_memory::is_legacy_host_type;
 pub use model::SemanticModel;
 pub use syntax::{expr_host_named, is_cpu_device, is_cpu_move, keyword, keyword_true};

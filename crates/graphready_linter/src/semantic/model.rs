@@ -409,15 +409,9 @@ impl<'a> SemanticModel<'a> {
         self.qualified_name(expr).as_deref() == Some(qualified)
     }
 
-    /// Reads the fields the module declares host-resident, before its functions are walked,
-    /// and returns its declarations for the project (see [`super::fields`]).
-    pub fn learn_host_fields(
-        &mut self,
-        module: &'a ruff_python_ast::ModModule,
-    ) -> super::fields::FieldDeclarations<'a> {
-        let declarations = super::fields::field_declarations(module);
-        self.host_fields.clone_from(&declarations.kept);
-        declarations
+    /// Reads the fields the module declares host-resident, before its functions are walked.
+    pub fn learn_host_fields(&mut self, module: &'a ruff_python_ast::ModModule) {
+        self.host_fields = super::fields::field_declarations(module).kept;
     }
 
     pub fn define_class(&mut self, name: &'a str, info: ClassInfo<'a>) {

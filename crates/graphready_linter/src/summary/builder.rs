@@ -166,17 +166,6 @@ impl<'a> SummaryBuilder<'a> {
         (self.summary, self.lines)
     }
 
-    /// Records the module's field declarations for the project.
-    pub(crate) fn host_fields(&mut self, declarations: &crate::semantic::FieldDeclarations) {
-        let sorted = |fields: &rustc_hash::FxHashSet<&str>| {
-            let mut names: Vec<String> = fields.iter().map(|f| (*f).to_string()).collect();
-            names.sort_unstable();
-            names
-        };
-        self.summary.host_fields = sorted(&declarations.kept);
-        self.summary.device_fields = sorted(&declarations.on_device);
-    }
-
     /// A nested `def`, visible by name in the function being visited.
     pub(crate) fn local_definition_bound(&mut self, name: &'a str, qualname: String) {
         if let Some(scope) = self.local_defs.last_mut() {

@@ -93,6 +93,9 @@ pub struct CallSite {
     /// Arguments that are the project's functions (or locals holding them): a callee that
     /// calls the parameter receiving one runs it (`_upad_input(q, k, unpad_fn)`).
     pub function_args: Box<[(ArgKey, Box<[CallTarget]>)]>,
+    /// Arguments that are the caller's own parameters, as received (`grid_thw` passed on): what
+    /// the caller's callers pass decides their type here too.
+    pub param_args: Box<[(ArgKey, Box<str>)]>,
 }
 
 /// An argument of a call: by position, or by keyword.
@@ -272,10 +275,6 @@ pub struct ModuleSummary {
     /// Module globals that hold the project's functions, by name: assigned at module level or
     /// under a `global` declaration (`_unpad_fn = _lazy_imports(...)`).
     pub global_functions: FxHashMap<String, Vec<CallTarget>>,
-    /// Input fields the module declares kept on the host (vLLM's `keep_on_cpu=True`), and those
-    /// it declares without it (see `semantic::fields`).
-    pub host_fields: Vec<String>,
-    pub device_fields: Vec<String>,
 }
 
 /// An import under which a table keyed by qualified name must also answer (a re-export):

@@ -76,4 +76,7 @@ pub struct Param {
     pub annotation: Option<TypeRef>,
     /// Annotated as a tensor already: a tensor argument tells the function nothing new.
     pub tensor: bool,
+    /// Annotated as a host value (`int`, `list[int]`, `np.ndarray`): what its callers pass
+    /// does not change that.
+    pub host: bool,
 }

@@ -237,6 +237,7 @@ impl SummaryBuilder<'_> {
                     other_args: args.other.clone().into_boxed_slice(),
                     opaque: args.opaque,
                     function_args: function_args.clone(),
+                    param_args: args.params.clone().into_boxed_slice(),
                 };
                 if capturing {
                     function.captured_calls.push(site);
@@ -348,6 +349,8 @@ struct ArgTypes {
     /// Host values that are not tensors, with their types; [`Ty::Unknown`] for the rest.
     other: Vec<(ArgKey, Ty)>,
     opaque: bool,
+    /// Arguments that are the caller's parameters, as received, not known to be host values.
+    params: Vec<(ArgKey, Box<str>)>,
 }
 
 impl ArgTypes {
@@ -356,12 +359,21 @@ impl ArgTypes {
             tensor: Vec::new(),
             other: Vec::new(),
             opaque: false,
+            params: Vec::new(),
         };
-        let mut record = |key: ArgKey, value: &Expr| match model.ty(value) {
-            Ty::Tensor => args.tensor.push(key),
-            // Host values, host tensors included (`schedule = torch.linspace(...)` passed on).
-            ty if ty.is_host() => args.other.push((key, ty)),
-            _ => args.other.push((key, Ty::Unknown)),
+        let mut record = |key: ArgKey, value: &Expr| {
+            let ty = model.ty(value);
+            if let Expr::Name(name) = value {
+                if !ty.is_host() && model.is_parameter(name.id.as_str()) {
+                    args.params.push((key.clone(), name.id.as_str().into()));
+                }
+            }
+            match ty {
+                Ty::Tensor => args.tensor.push(key),
+                // Host values, host tensors included (`schedule = torch.linspace(...)` passed on).
+                ty if ty.is_host() => args.other.push((key, ty)),
+                _ => args.other.push((key, Ty::Unknown)),
+            }
         };
         for (i, argument) in call.arguments.args.iter().enumerate() {
             // Positions after a `*args` splat are not known.

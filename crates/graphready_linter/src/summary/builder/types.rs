@@ -179,13 +179,15 @@ impl<'a> SummaryBuilder<'a> {
             .iter_non_variadic_params()
             .map(|parameter| {
                 let annotation = parameter.parameter.annotation();
+                let ty = annotation.map_or(crate::semantic::Ty::Unknown, |annotation| {
+                    model.annotation_ty(annotation)
+                });
                 Param {
                     name: parameter.parameter.name.id.to_string(),
                     annotation: annotation
                         .and_then(|annotation| self.annotation_type(model, annotation)),
-                    tensor: annotation.is_some_and(|annotation| {
-                        model.annotation_ty(annotation) == crate::semantic::Ty::Tensor
-                    }),
+                    tensor: ty == crate::semantic::Ty::Tensor,
+                    host: ty.is_host(),
                 }
             })
             .collect()
