@@ -246,6 +246,9 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 ],
             ),
             // A `list` subclass calling each processor in turn holds what is appended to it.
+            // The batch's class annotates `num_scheduled` as a NumPy array (line 10 is not
+            // reported); `seq_lens` is a tensor.
+            finding("engine/plans.py", 11, "GR101", "stall", &["plan_step"]),
             finding(
                 "engine/processors.py",
                 14,
@@ -351,7 +354,7 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/attention/kernels.py", 44),
             // The property's own copy: its reads are reported where they happen (the property
             // is read, not called, so nothing reaches it).
-            ("engine/batch.py", 24),
+            ("engine/batch.py", 26),
             ("engine/generation.py", 15),
             ("engine/runner.py", 43),
             ("engine/runner.py", 53),

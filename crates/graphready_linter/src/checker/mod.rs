@@ -227,6 +227,16 @@ impl<'a> Checker<'a> {
         if let Some(self_name) = self_name {
             self.model.bind(self_name, Ty::Unknown);
         }
+        // Fields the parameters' classes annotate as host data (`input_batch.num_scheduled_tokens`
+        // with `num_scheduled_tokens: np.ndarray`).
+        let attribute_types = self
+            .function
+            .as_deref()
+            .map_or(&[][..], |qualname| self.model.attribute_types(qualname));
+        for known in attribute_types {
+            self.model
+                .assume_attribute(format!("{}.{}", known.receiver, known.field), known.ty);
+        }
         // An assertion in the body proper runs on every call: what it says of a parameter
         // (`assert lens.is_cpu`) held from the call on, before the assertion too.
         for stmt in &function.body {

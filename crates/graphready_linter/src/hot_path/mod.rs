@@ -15,7 +15,7 @@ mod properties;
 mod steps;
 mod types;
 
-use crate::semantic::{PropertyRead, Ty};
+use crate::semantic::{AttributeType, PropertyRead, Ty};
 use crate::summary::{CallTarget, EntryReason, Marker, ModuleSummary, Ref};
 use graphready_diagnostics::{ChainLink, Diagnostic, Reach};
 pub use index::{NodeId, ProjectIndex};
@@ -83,6 +83,8 @@ pub struct HotPath<'s> {
     pub library: bool,
     /// The property reads that wait for the device, per function with one.
     property_reads: FxHashMap<NodeId, Vec<PropertyRead>>,
+    /// The host-data fields of each function's class-typed parameters.
+    attribute_types: FxHashMap<NodeId, Vec<AttributeType>>,
 }
 
 impl<'s> HotPath<'s> {
@@ -242,6 +244,7 @@ impl<'s> HotPath<'s> {
         dedup_entries(&mut steps);
         let param_types = args::param_types(&index, &captured, &stalled, &drivers);
         let property_reads = properties::property_reads(&index);
+        let attribute_types = properties::attribute_types(&index);
         let mut eager: Vec<NodeId> = eager.into_iter().collect();
         eager.sort();
         HotPath {
@@ -253,6 +256,7 @@ impl<'s> HotPath<'s> {
             stalled,
             param_types,
             property_reads,
+            attribute_types,
             drivers,
             driven_by,
             unmatched,
@@ -361,6 +365,34 @@ impl<'s> HotPath<'s> {
             .filter(|(node, _)| node.module == module)
             .map(|(node, reads)| (self.index.function(*node).qualname.clone(), reads.clone()))
             .collect()
+    }
+
+    /// The host-data fields of the class-typed parameters of a module's functions, by the
+    /// functions' qualified names inside the module.
+    pub fn attribute_types_in(&self, module: usize) -> FxHashMap<String, Vec<AttributeType>> {
+        self.attribute_types
+            .iter()
+            .filter(|(node, _)| node.module == module)
+            .map(|(node, types)| (self.index.function(*node).qualname.clone(), types.clone()))
+            .collect()
+    }
+
+    /// The modules holding a reached function whose class-typed parameters carry host-data
+    /// fields.
+    pub fn modules_with_attribute_types(&self) -> Vec<usize> {
+        let mut modules: Vec<usize> = self
+            .attribute_types
+            .keys()
+            .filter(|node| {
+                self.captured.contains_key(node)
+                    || self.stalled.contains_key(node)
+                    || self.drivers.contains(node)
+            })
+            .map(|node| node.module)
+            .collect();
+        modules.sort_unstable();
+        modules.dedup();
+        modules
     }
 
     /// The modules holding a function that may read a property that waits for the device (with

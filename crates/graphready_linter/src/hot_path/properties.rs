@@ -3,9 +3,11 @@
 //! read says so. The reads are reported where they happen, in the functions whose parameters
 //! (or `self`) are instances of the property's class; a property's own sync is judged by its
 //! body (a cache made once on a lasting object does not count, one on a dataclass record does).
+//! Also the fields those classes annotate as host data (`num_scheduled_tokens: np.ndarray`):
+//! read through such a parameter, they are host values.
 
-use super::index::{NodeId, ProjectIndex};
-use crate::semantic::PropertyRead;
+use super::index::{ClassId, NodeId, ProjectIndex};
+use crate::semantic::{AttributeType, PropertyRead};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The property reads each function's parameters may make that wait for the device, for every
@@ -24,22 +26,8 @@ pub(super) fn property_reads(index: &ProjectIndex) -> FxHashMap<NodeId, Vec<Prop
     let mut names: Vec<&str> = names.into_iter().collect();
     names.sort_unstable();
     for node in index.nodes() {
-        let function = index.function(node);
         let mut found = Vec::new();
-        for (position, param) in function.params.iter().enumerate() {
-            let classes = match &param.annotation {
-                Some(annotation) if !annotation.elements && !annotation.class_object => {
-                    index.type_of_ref(node.module, annotation).classes
-                }
-                // `self` of a method.
-                None if position == 0 && param.name == "self" => function
-                    .class
-                    .as_deref()
-                    .and_then(|class| index.class_named(node.module, class))
-                    .into_iter()
-                    .collect(),
-                _ => continue,
-            };
+        for (param, classes) in typed_params(index, node) {
             for class in classes {
                 for name in &names {
                     let Some(property) = index.method_in_class(class, name) else {
@@ -48,7 +36,7 @@ pub(super) fn property_reads(index: &ProjectIndex) -> FxHashMap<NodeId, Vec<Prop
                     let summary = index.function(property);
                     if let (true, Some(code)) = (summary.property, summary.host_sync) {
                         found.push(PropertyRead {
-                            receiver: param.name.clone(),
+                            receiver: param.to_string(),
                             attribute: (*name).to_string(),
                             property: summary.qualname.clone(),
                             code,
@@ -63,4 +51,78 @@ pub(super) fn property_reads(index: &ProjectIndex) -> FxHashMap<NodeId, Vec<Prop
         }
     }
     reads
+}
+
+/// A function's parameters that are instances of project classes (by annotation, or `self` of
+/// a method), with the classes.
+fn typed_params<'i>(index: &'i ProjectIndex, node: NodeId) -> Vec<(&'i str, Vec<ClassId>)> {
+    let function = index.function(node);
+    function
+        .params
+        .iter()
+        .enumerate()
+        .filter_map(|(position, param)| {
+            let classes = match &param.annotation {
+                Some(annotation) if !annotation.elements && !annotation.class_object => {
+                    index.type_of_ref(node.module, annotation).classes
+                }
+                // `self` of a method.
+                None if position == 0 && param.name == "self" => function
+                    .class
+                    .as_deref()
+                    .and_then(|class| index.class_named(node.module, class))
+                    .into_iter()
+                    .collect(),
+                _ => return None,
+            };
+            (!classes.is_empty()).then_some((param.name.as_str(), classes))
+        })
+        .collect()
+}
+
+/// The host-data fields each function's class-typed parameters carry, by the annotations of
+/// their classes' bodies and bases' (`input_batch: InputBatch` whose dataclass says
+/// `num_scheduled_tokens: np.ndarray`): `(receiver, attribute, type)`, for every function with
+/// one. Only `self` of a dataclass-like class is left out: its own module already knows.
+pub(super) fn attribute_types(index: &ProjectIndex) -> FxHashMap<NodeId, Vec<AttributeType>> {
+    let mut out = FxHashMap::default();
+    if !index
+        .modules()
+        .iter()
+        .any(|m| m.classes.iter().any(|c| !c.host_fields.is_empty()))
+    {
+        return out;
+    }
+    for node in index.nodes() {
+        let mut found: Vec<AttributeType> = Vec::new();
+        for (param, classes) in typed_params(index, node) {
+            if param == "self" {
+                continue;
+            }
+            let mut seen = FxHashSet::default();
+            let mut pending = classes;
+            while let Some(class) = pending.pop() {
+                if !seen.insert(class) || seen.len() > 16 {
+                    continue;
+                }
+                for (field, ty) in &index.class_summary(class).host_fields {
+                    if !found
+                        .iter()
+                        .any(|f| f.receiver == param && f.field == *field)
+                    {
+                        found.push(AttributeType {
+                            receiver: param.to_string(),
+                            field: field.clone(),
+                            ty: *ty,
+                        });
+                    }
+                }
+                pending.extend(index.bases_of(class));
+            }
+        }
+        if !found.is_empty() {
+            out.insert(node, found);
+        }
+    }
+    out
 }

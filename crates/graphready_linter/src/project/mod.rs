@@ -416,6 +416,12 @@ fn phase3(
     };
     // Modules whose functions receive device tensors from reached callers.
     again.extend(hot.modules_with_param_types());
+    // Modules with findings whose reached functions read host-data fields of typed parameters.
+    again.extend(
+        hot.modules_with_attribute_types()
+            .into_iter()
+            .filter(|&i| !outcomes[i].analysis.diagnostics.is_empty()),
+    );
     // Modules whose functions read properties that wait for the device.
     again.extend(hot.modules_with_property_reads(scope == Scope::Hot));
     again.sort_unstable();
@@ -434,6 +440,7 @@ fn phase3(
             let only = (scope == Scope::Hot).then(|| hot.reportable_functions(i));
             let param_types = hot.param_types_in(i);
             let property_reads = hot.property_reads_in(i);
+            let attribute_types = hot.attribute_types_in(i);
             // Returns of the functions `only` skips, as phase 1 found them.
             let own_returns: rustc_hash::FxHashMap<String, crate::semantic::Ty> = only
                 .as_ref()
@@ -455,6 +462,7 @@ fn phase3(
                 module_classes: Some(module_classes),
                 property_reads: Some(&property_reads),
                 host_fields: non_empty(&external.host_fields),
+                attribute_types: Some(&attribute_types),
             };
             check_file(c, &candidates[c], options, facts, only.as_ref()).map(|outcome| (i, outcome))
         })

@@ -12,7 +12,7 @@ use ruff_python_ast::{self as ast, Expr};
 impl SemanticModel<'_> {
     pub(super) fn call_ty(&self, call: &ast::ExprCall) -> Ty {
         match self.known_call_ty(call) {
-            Ty::Unknown => built_on_host(call).unwrap_or_default(),
+            Ty::Unknown => self.built_on_host(call).unwrap_or_default(),
             ty => ty,
         }
     }
@@ -47,7 +47,7 @@ impl SemanticModel<'_> {
             }
             let ty = tensor_api::torch_function_result(&qualified, has_dim)
                 .map_or(Ty::Unknown, Ty::from);
-            if ty == Ty::Tensor && on_host_device(call) {
+            if ty == Ty::Tensor && self.on_host_device(call) {
                 if let Some(host) = self.host_function_ty(&qualified, call) {
                     return host;
                 }
@@ -143,43 +143,53 @@ impl SemanticModel<'_> {
     }
 }
 
-/// What an unknown function or method told to build its result on the CPU returns
-/// (`grammar.allocate_vocab_mask(n, device="cpu")`): a host tensor, pinned when it was asked to
-/// be. Constructors (capitalised names) build objects, and loaders (`load_file(path,
-/// device="cpu")`) state dicts, not tensors.
-fn built_on_host(call: &ast::ExprCall) -> Option<Ty> {
-    let name = match &*call.func {
-        Expr::Name(name) => name.id.as_str(),
-        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
-        _ => return None,
-    };
-    if name.starts_with(|c: char| c.is_ascii_uppercase())
-        || name.starts_with("load")
-        || matches!(name, "to" | "cpu")
-    {
-        return None;
+impl SemanticModel<'_> {
+    /// What an unknown function or method told to build its result on the CPU returns
+    /// (`grammar.allocate_vocab_mask(n, device="cpu")`): a host tensor, pinned when it was asked to
+    /// be. Constructors (capitalised names) build objects, and loaders (`load_file(path,
+    /// device="cpu")`) state dicts, not tensors.
+    fn built_on_host(&self, call: &ast::ExprCall) -> Option<Ty> {
+        let name = match &*call.func {
+            Expr::Name(name) => name.id.as_str(),
+            Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+            _ => return None,
+        };
+        if name.starts_with(|c: char| c.is_ascii_uppercase())
+            || name.starts_with("load")
+            || matches!(name, "to" | "cpu")
+        {
+            return None;
+        }
+        if !keyword(call, "device").is_some_and(|device| self.is_host_device(device)) {
+            return None;
+        }
+        let pinned = super::syntax::keyword_true(call, "pin_memory");
+        Some(if pinned {
+            Ty::PinnedTensor
+        } else {
+            Ty::PageableTensor
+        })
     }
-    if !keyword(call, "device").is_some_and(is_cpu_device) {
-        return None;
-    }
-    let pinned = super::syntax::keyword_true(call, "pin_memory");
-    Some(if pinned {
-        Ty::PinnedTensor
-    } else {
-        Ty::PageableTensor
-    })
-}
 
-/// Whether a call's device is the host: `device="cpu"` or none at all (a `**kwargs` splat may
-/// hold one).
-fn on_host_device(call: &ast::ExprCall) -> bool {
-    match keyword(call, "device") {
-        Some(device) => is_cpu_device(device),
-        None => !call
-            .arguments
-            .keywords
-            .iter()
-            .any(|keyword| keyword.arg.is_none()),
+    /// Whether a call's device is the host: `device="cpu"` or none at all (a `**kwargs` splat may
+    /// hold one).
+    fn on_host_device(&self, call: &ast::ExprCall) -> bool {
+        match keyword(call, "device") {
+            Some(device) => self.is_host_device(device),
+            None => !call
+                .arguments
+                .keywords
+                .iter()
+                .any(|keyword| keyword.arg.is_none()),
+        }
+    }
+
+    /// Whether a device expression names the host: `"cpu"`, `torch.device("cpu")`, or the
+    /// device of a host tensor (`device=seq_lens_cpu.device`).
+    fn is_host_device(&self, device: &Expr) -> bool {
+        is_cpu_device(device)
+            || matches!(device, Expr::Attribute(attribute)
+                if attribute.attr.as_str() == "device" && self.ty(&attribute.value).is_host_tensor())
     }
 }
 

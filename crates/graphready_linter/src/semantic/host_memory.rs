@@ -21,6 +21,11 @@ impl SemanticModel<'_> {
     /// tensor. `None` when the call does not make a host tensor.
     pub(super) fn host_function_ty(&self, qualified: &str, call: &ast::ExprCall) -> Option<Ty> {
         let name = qualified.strip_prefix("torch.")?;
+        // `F.pad(cpu_t, ...)`, `torch.linalg.norm(cpu_t)`: functions of a host tensor too.
+        let name = ["nn.functional.", "linalg.", "fft.", "special."]
+            .iter()
+            .find_map(|namespace| name.strip_prefix(namespace))
+            .unwrap_or(name);
         if name.contains('.') || !name.starts_with(char::is_lowercase) {
             // Classes: `nn.Parameter(torch.ones(1))` moves with its module.
             return None;

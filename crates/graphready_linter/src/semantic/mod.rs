@@ -19,4 +19,4 @@ pub(crate) use fields::field_declarations;
 pub use host_memory::is_legacy_host_type;
 pub use model::SemanticModel;
 pub use syntax::{expr_host_named, is_cpu_device, is_cpu_move, keyword, keyword_true};
-pub use types::{is_sequence, ProjectFacts, PropertyRead, Ty};
+pub use types::{is_sequence, AttributeType, ProjectFacts, PropertyRead, Ty};

@@ -25,8 +25,10 @@ pub(super) struct Scope<'a> {
     pub(super) bool_tensors: FxHashSet<&'a str>,
     /// The parameters of the function this scope belongs to.
     pub(super) parameters: FxHashSet<&'a str>,
-    /// Attribute paths an assertion declared host tensors (`assert batch.lens.is_cpu`).
-    pub(super) host_attributes: FxHashSet<String>,
+    /// Attribute paths known to hold host data: an assertion declared a host tensor (`assert
+    /// batch.lens.is_cpu`), or the receiver's class annotates the field (`num_scheduled_tokens:
+    /// np.ndarray`).
+    pub(super) host_attributes: rustc_hash::FxHashMap<String, Ty>,
 }
 
 /// What is known about a class defined in this module.

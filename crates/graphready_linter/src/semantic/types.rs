@@ -143,6 +143,18 @@ pub struct ProjectFacts<'a> {
     pub property_reads: Option<&'a FxHashMap<String, Vec<PropertyRead>>>,
     /// Input fields the project's processors keep on the host (see `super::fields`).
     pub host_fields: Option<&'a rustc_hash::FxHashSet<String>>,
+    /// Function qualified name inside the module → `(parameter, field, type)` for the host-data
+    /// fields its class-typed parameters carry.
+    pub attribute_types: Option<&'a FxHashMap<String, Vec<AttributeType>>>,
+}
+
+/// A host-data field a class-typed parameter carries: `input_batch.num_scheduled_tokens` with
+/// `InputBatch` annotating `num_scheduled_tokens: np.ndarray`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttributeType {
+    pub receiver: String,
+    pub field: String,
+    pub ty: Ty,
 }
 
 /// A read of a property that waits for the device: `batch.seq_lens_cpu`, where `batch` is an
@@ -254,6 +266,16 @@ impl<'a> SemanticModel<'a> {
             .filter(|_| self.is_parameter(receiver))
     }
 
+    /// The host-data fields of a function's class-typed parameters (see
+    /// [`ProjectFacts::attribute_types`]).
+    pub fn attribute_types(&self, qualname: &str) -> &'a [AttributeType] {
+        self.types
+            .facts
+            .attribute_types
+            .and_then(|types| types.get(qualname))
+            .map_or(&[], Vec::as_slice)
+    }
+
     /// Parameters of a function of this module whose type its reached call sites decide.
     pub fn param_types(&self, qualname: &str) -> &'a [(String, Ty)] {
         self.types
@@ -361,28 +383,31 @@ impl<'a> SemanticModel<'a> {
             }
             Expr::Attribute(_) => {
                 if let Some(path) = attribute_path(subject) {
-                    self.invalidate();
-                    self.current().host_attributes.insert(path);
+                    self.assume_attribute(path, Ty::CpuTensor);
                 }
             }
             _ => {}
         }
     }
 
-    /// Whether an assertion declared this attribute path a host tensor.
-    fn asserted_host(&self, attribute: &ast::ExprAttribute) -> bool {
+    /// Records that an attribute path (`input_batch.num_scheduled_tokens`) holds host data of
+    /// this type in the function being visited.
+    pub fn assume_attribute(&mut self, path: String, ty: Ty) {
+        self.invalidate();
+        self.current().host_attributes.insert(path, ty);
+    }
+
+    /// What an assertion or the receiver's class says this attribute path holds.
+    fn known_attribute(&self, attribute: &ast::ExprAttribute) -> Option<Ty> {
         let mut scopes = self
             .visible_scopes()
-            .filter(|s| !s.host_attributes.is_empty());
-        let Some(first) = scopes.next() else {
-            return false;
-        };
-        let Some(mut path) = attribute_path(&attribute.value) else {
-            return false;
-        };
+            .filter(|s| !s.host_attributes.is_empty())
+            .peekable();
+        scopes.peek()?;
+        let mut path = attribute_path(&attribute.value)?;
         path.push('.');
         path.push_str(attribute.attr.as_str());
-        first.host_attributes.contains(&path) || scopes.any(|s| s.host_attributes.contains(&path))
+        scopes.find_map(|s| s.host_attributes.get(&path).copied())
     }
 
     /// Binds tuple targets element-wise when the value is a literal tuple of the same length.
@@ -564,8 +589,11 @@ impl<'a> SemanticModel<'a> {
 
     pub(super) fn attribute_ty(&self, attribute: &ast::ExprAttribute) -> Ty {
         let attr = attribute.attr.id.as_str();
-        if self.is_host_field(attr) || self.asserted_host(attribute) {
+        if self.is_host_field(attr) {
             return Ty::CpuTensor;
+        }
+        if let Some(ty) = self.known_attribute(attribute) {
+            return ty;
         }
         if let Some(class) = self.instance_class(&attribute.value) {
             return match self.class_attribute(class, attr, 4).unwrap_or_default() {

@@ -188,6 +188,9 @@ pub struct ClassSummary {
     /// torch.Tensor` in a dataclass body, `self.runner = runner` with `runner: ModelRunner`,
     /// `self.backend = self._make_backend()`, `@property def x(self) -> T`.
     pub fields: Vec<(String, TypePath)>,
+    /// Fields the class body annotates as host data (`num_scheduled_tokens: np.ndarray`,
+    /// `req_ids: list[int]`), with their types.
+    pub host_fields: Vec<(String, crate::semantic::Ty)>,
     pub methods: Vec<String>,
     /// A class decorator that compiles the model for graph capture (`@support_torch_compile`).
     pub compiled: bool,

@@ -1,7 +1,7 @@
 //! Classes in the summary: bases, methods, and the instances their attributes hold.
 
 use super::SummaryBuilder;
-use crate::semantic::SemanticModel;
+use crate::semantic::{SemanticModel, Ty};
 use crate::summary::{ClassSummary, Ref, TypePath};
 use crate::util::last_segment;
 use ruff_python_ast::{self as ast, Expr, Stmt};
@@ -49,6 +49,7 @@ impl<'a> SummaryBuilder<'a> {
             ..ClassSummary::default()
         };
         summary.fields = self.fields(model, class, &summary.name);
+        summary.host_fields = host_fields(model, class);
         for stmt in &class.body {
             if let Stmt::FunctionDef(method) = stmt {
                 summary.methods.push(method.name.id.to_string());
@@ -335,4 +336,23 @@ fn collect_field_assignments<'a>(
             _ => {}
         }
     }
+}
+
+/// The fields a class body annotates as host data: NumPy arrays, numbers, lists of numbers.
+fn host_fields(model: &SemanticModel, class: &ast::StmtClassDef) -> Vec<(String, Ty)> {
+    class
+        .body
+        .iter()
+        .filter_map(|stmt| match stmt {
+            Stmt::AnnAssign(assign) => match &*assign.target {
+                Expr::Name(name) => {
+                    let ty = model.annotation_ty(&assign.annotation);
+                    matches!(ty, Ty::Array | Ty::HostList | Ty::HostLists)
+                        .then(|| (name.id.to_string(), ty))
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
 }

@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
+import numpy as np
 import torch
 
 if TYPE_CHECKING:
@@ -15,6 +16,7 @@ class ForwardBatch:
     extend_seq_lens: Optional[torch.Tensor]
     attn_backend: "AttentionBackend"
     _seq_lens_cpu: Optional[torch.Tensor] = None
+    num_scheduled: np.ndarray = None
 
     @property
     def seq_lens_cpu(self) -> torch.Tensor:
