@@ -63,6 +63,52 @@ pub fn is_lazy_init(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
     assigned_targets(&if_stmt.body).any(|target| ComparableExpr::from(target) == missing)
 }
 
+/// A memoised initialisation written as an early return: `if self.t is not None: return ...`
+/// (or `if hasattr(self, "t"): return ...`) followed by code that sets `self.t`, on a class that
+/// lasts. The code after it runs once, in the warm-up.
+pub fn is_lazy_early_return(
+    model: &SemanticModel,
+    if_stmt: &ast::StmtIf,
+    rest: &[ast::Stmt],
+) -> bool {
+    if !if_stmt.elif_else_clauses.is_empty()
+        || !matches!(if_stmt.body.last(), Some(ast::Stmt::Return(_)))
+    {
+        return false;
+    }
+    let (receiver, name) = match &*if_stmt.test {
+        Expr::Compare(compare)
+            if matches!(&*compare.ops, [ast::CmpOp::IsNot])
+                && matches!(&compare.comparators[0], Expr::NoneLiteral(_)) =>
+        {
+            match &*compare.left {
+                Expr::Attribute(attribute) => match &*attribute.value {
+                    Expr::Name(receiver) => (receiver.id.as_str(), attribute.attr.as_str()),
+                    _ => return false,
+                },
+                _ => return false,
+            }
+        }
+        Expr::Call(call) => match (&*call.func, &*call.arguments.args) {
+            (Expr::Name(function), [Expr::Name(receiver), Expr::StringLiteral(name)])
+                if function.id.as_str() == "hasattr" =>
+            {
+                (receiver.id.as_str(), name.value.to_str())
+            }
+            _ => return false,
+        },
+        _ => return false,
+    };
+    if model.self_name() != Some(receiver) || !model.is_lasting_self_attribute(receiver, name) {
+        return false;
+    }
+    assigned_targets(rest).any(|target| {
+        matches!(target, Expr::Attribute(attribute)
+            if attribute.attr.as_str() == name
+                && matches!(&*attribute.value, Expr::Name(r) if r.id.as_str() == receiver))
+    })
+}
+
 /// A debug switch: a name or attribute that says `debug` (`DEBUG`, `self.debug_mode`,
 /// `envs.SGLANG_DEBUG_MEMORY_POOL`), its `.get()`, or an environment variable read whose key
 /// says it (`get_bool_env_var("SGLANG_DEBUG_MEMORY_POOL")`, `os.getenv("MY_DEBUG")`).

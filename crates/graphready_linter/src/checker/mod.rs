@@ -273,12 +273,13 @@ impl<'a> Checker<'a> {
         if only_raises(body) {
             self.safe_depth += 1;
         }
-        for stmt in body {
+        for (i, stmt) in body.iter().enumerate() {
             self.visit_stmt(stmt);
             if let Stmt::If(if_stmt) = stmt {
                 if if_stmt.elif_else_clauses.is_empty()
                     && body_always_exits(&if_stmt.body)
-                    && guards::safe_when(&self.model, self.settings, &if_stmt.test, true)
+                    && (guards::safe_when(&self.model, self.settings, &if_stmt.test, true)
+                        || guards::is_lazy_early_return(&self.model, if_stmt, &body[i + 1..]))
                 {
                     self.safe_depth += 1;
                 }
