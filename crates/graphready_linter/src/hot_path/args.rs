@@ -26,42 +26,36 @@ pub(super) fn param_types(
         .chain(drivers.iter())
         .copied()
         .collect();
+    // What the reached sites pass, while every one passed a host value (`None` once one did
+    // not); a caller's parameter passed on is set aside, to count as what the caller's own
+    // callers pass (`forward(grid_thw)` -> `get_window_index(grid_thw)`).
+    let mut base: FxHashMap<(NodeId, &str), Option<Ty>> = FxHashMap::default();
+    let mut pending: Vec<(ParamKey, ParamKey)> = Vec::new();
     for &caller in &callers {
         let sites = &index.function(caller).calls;
         for (site, callees) in sites.iter().zip(index.resolved_sites(caller)) {
             for &callee in callees.iter() {
                 let function = index.function(callee);
-                record_tensors(
+                let bound = bound(&site.target);
+                record_tensors(function, callee, bound, &site.tensor_args, &mut out);
+                record_host(
                     function,
                     callee,
-                    bound(&site.target),
-                    &site.tensor_args,
-                    &mut out,
+                    bound,
+                    caller,
+                    site,
+                    &mut base,
+                    &mut pending,
                 );
             }
         }
     }
-    // Host values: what every reached site passes, a caller's parameter passed on counting as
-    // what its own callers pass (`forward(grid_thw)` -> `get_window_index(grid_thw)`), to a
-    // fixed point (a few rounds: chains of parameters are short).
+    // To a fixed point (a few rounds: chains of parameters are short).
     let mut decided: FxHashMap<(NodeId, &str), Ty> = FxHashMap::default();
     for _ in 0..4 {
-        // What the reached sites so far passed, while every one passed a host value (`None`
-        // once one did not).
-        let mut host: FxHashMap<(NodeId, &str), Option<Ty>> = FxHashMap::default();
-        for &caller in &callers {
-            let sites = &index.function(caller).calls;
-            for (site, callees) in sites.iter().zip(index.resolved_sites(caller)) {
-                for &callee in callees.iter() {
-                    let function = index.function(callee);
-                    let passed = Passed {
-                        caller,
-                        site,
-                        decided: &decided,
-                    };
-                    record_host(function, callee, bound(&site.target), &passed, &mut host);
-                }
-            }
+        let mut host = base.clone();
+        for &(key, passed_on) in &pending {
+            pass(&mut host, key, decided.get(&passed_on).copied());
         }
         let next: FxHashMap<(NodeId, &str), Ty> = host
             .into_iter()
@@ -79,10 +73,14 @@ pub(super) fn param_types(
                 (param.tensor || (says_more && !param.host)).then_some(((callee, name), ty))
             })
             .collect();
-        if next == decided {
+        let settled = next == decided
+            || !pending
+                .iter()
+                .any(|(_, passed_on)| next.contains_key(passed_on));
+        decided = next;
+        if settled {
             break;
         }
-        decided = next;
     }
     for (module, summary) in index.modules().iter().enumerate() {
         for entry in &summary.callable_entries {
@@ -160,60 +158,61 @@ fn record_tensors(
     }
 }
 
-/// One reached call site, with what its caller's parameters are known to hold.
-struct Passed<'s, 'f> {
-    caller: NodeId,
-    site: &'f CallSite,
-    decided: &'s FxHashMap<(NodeId, &'f str), Ty>,
-}
+/// A function's parameter, by name.
+type ParamKey<'f> = (NodeId, &'f str);
 
-impl Passed<'_, '_> {
-    /// The host type an argument is known to hold as the caller's parameter passed on.
-    fn through_parameter(&self, arg: &ArgKey) -> Option<Ty> {
-        let (_, name) = self.site.param_args.iter().find(|(key, _)| key == arg)?;
-        self.decided.get(&(self.caller, &**name)).copied()
+/// What one site passes to a parameter: a host type joins what earlier sites passed, `None` (a
+/// device tensor, an unknown value) rules the parameter out.
+fn pass<'f>(
+    host: &mut FxHashMap<(NodeId, &'f str), Option<Ty>>,
+    key: (NodeId, &'f str),
+    ty: Option<Ty>,
+) {
+    match ty {
+        None => {
+            host.insert(key, None);
+        }
+        Some(ty) => {
+            host.entry(key)
+                .and_modify(|before| *before = before.map(|before| before.join(ty)))
+                .or_insert(Some(ty));
+        }
     }
 }
 
 /// What one reached site passes to the callee's parameters: a host value (a host tensor
 /// included) keeps a parameter host, anything else (a device tensor, an unknown value, a splat)
-/// rules it out.
+/// rules it out. The caller's own parameters passed on go to `pending`, with the parameter they
+/// land in.
 fn record_host<'f>(
     function: &'f FunctionSummary,
     callee: NodeId,
     bound: bool,
-    passed: &Passed<'_, 'f>,
+    caller: NodeId,
+    site: &'f CallSite,
     host: &mut FxHashMap<(NodeId, &'f str), Option<Ty>>,
+    pending: &mut Vec<(ParamKey<'f>, ParamKey<'f>)>,
 ) {
-    let site = passed.site;
     if site.opaque {
         for param in &function.params {
             host.insert((callee, param.name.as_str()), None);
         }
         return;
     }
-    let mut pass = |param: &'f Param, ty: Option<Ty>| {
-        let key = (callee, param.name.as_str());
-        match ty {
-            None => {
-                host.insert(key, None);
-            }
-            Some(ty) => {
-                host.entry(key)
-                    .and_modify(|before| *before = before.map(|before| before.join(ty)))
-                    .or_insert(Some(ty));
-            }
-        }
-    };
     let unknown = site.other_args.iter().filter(|(_, ty)| *ty == Ty::Unknown);
     for arg in site.tensor_args.iter().chain(unknown.map(|(arg, _)| arg)) {
-        if let Some(param) = param_of(function, bound, arg) {
-            pass(param, passed.through_parameter(arg));
+        let Some(param) = param_of(function, bound, arg) else {
+            continue;
+        };
+        let key = (callee, param.name.as_str());
+        match site.param_args.iter().find(|(passed, _)| passed == arg) {
+            Some((_, name)) => pending.push((key, (caller, &**name))),
+            None => pass(host, key, None),
         }
     }
     for (arg, ty) in site.other_args.iter().filter(|(_, ty)| *ty != Ty::Unknown) {
         if let Some(param) = param_of(function, bound, arg) {
-            pass(param, Some(*ty));
+            pass(host, (callee, param.name.as_str()), Some(*ty));
         }
     }
 }

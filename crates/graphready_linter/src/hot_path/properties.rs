@@ -8,6 +8,7 @@
 
 use super::index::{ClassId, NodeId, ProjectIndex};
 use crate::semantic::{AttributeType, PropertyRead};
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The property reads each function's parameters may make that wait for the device, for every
@@ -83,46 +84,46 @@ fn typed_params<'i>(index: &'i ProjectIndex, node: NodeId) -> Vec<(&'i str, Vec<
 /// The host-data fields each function's class-typed parameters carry, by the annotations of
 /// their classes' bodies and bases' (`input_batch: InputBatch` whose dataclass says
 /// `num_scheduled_tokens: np.ndarray`): `(receiver, attribute, type)`, for every function with
-/// one. Only `self` of a dataclass-like class is left out: its own module already knows.
+/// one. `self` is left out: the class's own module already knows its fields.
 pub(super) fn attribute_types(index: &ProjectIndex) -> FxHashMap<NodeId, Vec<AttributeType>> {
-    let mut out = FxHashMap::default();
     if !index
         .modules()
         .iter()
         .any(|m| m.classes.iter().any(|c| !c.host_fields.is_empty()))
     {
-        return out;
+        return FxHashMap::default();
     }
-    for node in index.nodes() {
-        let mut found: Vec<AttributeType> = Vec::new();
-        for (param, classes) in typed_params(index, node) {
-            if param == "self" {
-                continue;
-            }
-            let mut seen = FxHashSet::default();
-            let mut pending = classes;
-            while let Some(class) = pending.pop() {
-                if !seen.insert(class) || seen.len() > 16 {
+    let nodes: Vec<NodeId> = index.nodes().collect();
+    nodes
+        .into_par_iter()
+        .filter_map(|node| {
+            let mut found: Vec<AttributeType> = Vec::new();
+            for (param, classes) in typed_params(index, node) {
+                if param == "self" {
                     continue;
                 }
-                for (field, ty) in &index.class_summary(class).host_fields {
-                    if !found
-                        .iter()
-                        .any(|f| f.receiver == param && f.field == *field)
-                    {
-                        found.push(AttributeType {
-                            receiver: param.to_string(),
-                            field: field.clone(),
-                            ty: *ty,
-                        });
+                let mut seen = FxHashSet::default();
+                let mut pending = classes;
+                while let Some(class) = pending.pop() {
+                    if !seen.insert(class) || seen.len() > 16 {
+                        continue;
                     }
+                    for (field, ty) in &index.class_summary(class).host_fields {
+                        if !found
+                            .iter()
+                            .any(|f| f.receiver == param && f.field == *field)
+                        {
+                            found.push(AttributeType {
+                                receiver: param.to_string(),
+                                field: field.clone(),
+                                ty: *ty,
+                            });
+                        }
+                    }
+                    pending.extend(index.bases_of(class));
                 }
-                pending.extend(index.bases_of(class));
             }
-        }
-        if !found.is_empty() {
-            out.insert(node, found);
-        }
-    }
-    out
+            (!found.is_empty()).then_some((node, found))
+        })
+        .collect()
 }
