@@ -134,7 +134,12 @@ pub(crate) fn analyze(
         facts,
     )
     .only(only)
-    .other_platform(other_platform(path))
+    .other_platform(other_platform(module.name.as_deref().unwrap_or_else(
+        || {
+            // Outside a package, the file's own name: the folders above it are the user's.
+            path.rsplit(['/', '\\']).next().unwrap_or(path)
+        },
+    )))
     .run(parsed.syntax());
     let mut summary = analysis.summary;
     summary.path = path.to_string();
@@ -162,17 +167,16 @@ pub(crate) fn field_declarations(bytes: &[u8]) -> Option<(Vec<String>, Vec<Strin
     Some((owned(&declarations.kept), owned(&declarations.on_device)))
 }
 
-/// Whether a file's path says it serves a device without CUDA graphs: a directory or a word of
-/// the file's name is `npu`, `xpu`, `tpu`, `hpu`, `mps`, `mlx`, `ascend` or `neuron`
-/// (`hardware_backend/npu/attention/...`, `punica_xpu.py`, `tpu_model_runner.py`). `cpu` is not
-/// one of them: `kv_offload/cpu/` is CUDA code that offloads to the host.
-fn other_platform(path: &str) -> bool {
-    path.split(['/', '\\'])
-        .flat_map(|part| {
-            part.strip_suffix(".py")
-                .unwrap_or(part)
-                .split(['_', '-', '.'])
-        })
+/// Whether a module's dotted name (or, outside a package, its file name) says it serves a
+/// device without CUDA graphs: a package or a word of the module's name is `npu`, `xpu`, `tpu`,
+/// `hpu`, `mps`, `mlx`, `ascend` or `neuron` (`srt.hardware_backend.npu.attention...`,
+/// `punica_xpu`, `tpu_model_runner`). `cpu` is not one of them: `kv_offload.cpu` is CUDA code
+/// that offloads to the host. Folders above the package are the user's and do not count.
+fn other_platform(module: &str) -> bool {
+    module
+        .strip_suffix(".py")
+        .unwrap_or(module)
+        .split(['.', '_', '-'])
         .any(|word| {
             matches!(
                 word.to_ascii_lowercase().as_str(),
@@ -292,23 +296,23 @@ mod tests {
 
     #[test]
     fn paths_of_devices_without_cuda_graphs() {
-        for path in [
-            "sglang/srt/hardware_backend/npu/attention/ascend_backend.py",
-            "vllm/lora/punica_wrapper/punica_xpu.py",
-            "vllm/v1/worker/tpu_model_runner.py",
-            "pkg/mlx/tp_worker.py",
-            "pkg\\xpu\\ops.py",
+        for module in [
+            "sglang.srt.hardware_backend.npu.attention.ascend_backend",
+            "vllm.lora.punica_wrapper.punica_xpu",
+            "vllm.v1.worker.tpu_model_runner",
+            "pkg.mlx.tp_worker",
+            "xpu_ops.py",
         ] {
-            assert!(other_platform(path), "{path}");
+            assert!(other_platform(module), "{module}");
         }
-        for path in [
-            "vllm/v1/kv_offload/cpu/manager.py",
-            "vllm/v1/attention/backends/flash_attn.py",
-            "pkg/input_processor.py",
-            "pkg/snpu.py",
-            "pkg/gpu_model_runner.py",
+        for module in [
+            "vllm.v1.kv_offload.cpu.manager",
+            "vllm.v1.attention.backends.flash_attn",
+            "pkg.input_processor",
+            "pkg.snpu",
+            "gpu_model_runner.py",
         ] {
-            assert!(!other_platform(path), "{path}");
+            assert!(!other_platform(module), "{module}");
         }
     }
 

@@ -350,56 +350,56 @@ impl<'s> HotPath<'s> {
     /// The parameters of a module's functions that receive device tensors, by the functions'
     /// qualified names inside the module.
     pub fn param_types_in(&self, module: usize) -> FxHashMap<String, Vec<(String, Ty)>> {
-        self.param_types
-            .iter()
-            .filter(|(node, _)| node.module == module)
-            .map(|(node, params)| (self.index.function(*node).qualname.clone(), params.clone()))
-            .collect()
+        self.facts_in(&self.param_types, module)
     }
 
     /// The property reads that wait for the device in a module's functions, by the functions'
     /// qualified names inside the module.
     pub fn property_reads_in(&self, module: usize) -> FxHashMap<String, Vec<PropertyRead>> {
-        self.property_reads
-            .iter()
-            .filter(|(node, _)| node.module == module)
-            .map(|(node, reads)| (self.index.function(*node).qualname.clone(), reads.clone()))
-            .collect()
+        self.facts_in(&self.property_reads, module)
     }
 
     /// The host-data fields of the class-typed parameters of a module's functions, by the
     /// functions' qualified names inside the module.
     pub fn attribute_types_in(&self, module: usize) -> FxHashMap<String, Vec<AttributeType>> {
-        self.attribute_types
-            .iter()
-            .filter(|(node, _)| node.module == module)
-            .map(|(node, types)| (self.index.function(*node).qualname.clone(), types.clone()))
-            .collect()
+        self.facts_in(&self.attribute_types, module)
     }
 
     /// The modules holding a reached function whose class-typed parameters carry host-data
     /// fields.
     pub fn modules_with_attribute_types(&self) -> Vec<usize> {
-        let mut modules: Vec<usize> = self
-            .attribute_types
-            .keys()
-            .filter(|node| {
-                self.captured.contains_key(node)
-                    || self.stalled.contains_key(node)
-                    || self.drivers.contains(node)
-            })
-            .map(|node| node.module)
-            .collect();
-        modules.sort_unstable();
-        modules.dedup();
-        modules
+        self.modules_with(&self.attribute_types, true)
     }
 
     /// The modules holding a function that may read a property that waits for the device (with
     /// `reached`, only a reached function).
     pub fn modules_with_property_reads(&self, reached: bool) -> Vec<usize> {
-        let mut modules: Vec<usize> = self
-            .property_reads
+        self.modules_with(&self.property_reads, reached)
+    }
+
+    /// The modules holding a function whose parameters receive device tensors.
+    pub fn modules_with_param_types(&self) -> Vec<usize> {
+        self.modules_with(&self.param_types, false)
+    }
+
+    /// What a per-function table says of one module's functions, by their qualified names
+    /// inside the module.
+    fn facts_in<T: Clone>(
+        &self,
+        table: &FxHashMap<NodeId, Vec<T>>,
+        module: usize,
+    ) -> FxHashMap<String, Vec<T>> {
+        table
+            .iter()
+            .filter(|(node, _)| node.module == module)
+            .map(|(node, facts)| (self.index.function(*node).qualname.clone(), facts.clone()))
+            .collect()
+    }
+
+    /// The modules holding a function of a per-function table (with `reached`, only a reached
+    /// function), sorted.
+    fn modules_with<T>(&self, table: &FxHashMap<NodeId, T>, reached: bool) -> Vec<usize> {
+        let mut modules: Vec<usize> = table
             .keys()
             .filter(|node| {
                 !reached
@@ -409,14 +409,6 @@ impl<'s> HotPath<'s> {
             })
             .map(|node| node.module)
             .collect();
-        modules.sort_unstable();
-        modules.dedup();
-        modules
-    }
-
-    /// The modules holding a function whose parameters receive device tensors.
-    pub fn modules_with_param_types(&self) -> Vec<usize> {
-        let mut modules: Vec<usize> = self.param_types.keys().map(|node| node.module).collect();
         modules.sort_unstable();
         modules.dedup();
         modules
