@@ -603,6 +603,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
         if let Expr::Call(call) = expr {
             let in_captured_code = self.in_captured_code();
             self.summary.call(&self.model, call, in_captured_code);
+            self.model.learn_record_fields(call);
         }
         visitor::walk_expr(self, expr);
         rules::expression(self, expr);

@@ -10,6 +10,7 @@
 //! other processor declares without `keep_on_cpu` (there the field is a device tensor).
 
 use super::model::SemanticModel;
+use super::types::Ty;
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr};
 use rustc_hash::FxHashSet;
@@ -107,6 +108,36 @@ impl<'a> SemanticModel<'a> {
                 .facts
                 .host_fields
                 .is_some_and(|fields| fields.contains(name))
+    }
+
+    /// A record built from host-resident fields carries them under its own names:
+    /// `Molmo2ImageInputs(num_pooled_patches=kwargs.pop("image_num_pooled_patches"))` makes
+    /// `num_pooled_patches` a host field of the module, read later as
+    /// `image_input["num_pooled_patches"]`. Only in modules that read such fields, and only
+    /// for classes (capitalised callees).
+    pub fn learn_record_fields(&mut self, call: &'a ast::ExprCall) {
+        if self.host_fields.is_empty() && self.types.facts.host_fields.is_none() {
+            return;
+        }
+        let class = match &*call.func {
+            Expr::Name(name) => name.id.as_str(),
+            Expr::Attribute(attribute) => attribute.attr.as_str(),
+            _ => return,
+        };
+        if !class.starts_with(|c: char| c.is_ascii_uppercase()) {
+            return;
+        }
+        for keyword in &call.arguments.keywords {
+            let Some(name) = &keyword.arg else {
+                continue;
+            };
+            // A host mirror of unknown origin (a field read, a `*_cpu` name), not a fresh host
+            // tensor made here.
+            if !self.is_host_field(name.as_str()) && self.ty(&keyword.value) == Ty::CpuTensor {
+                self.invalidate();
+                self.host_fields.insert(name.as_str());
+            }
+        }
     }
 
     /// A read of a host-resident field by key: `kwargs.pop("image_grid_thw")`,
