@@ -285,11 +285,14 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
                 && is_device_type(&compare.left)
                 && matches!(&compare.comparators[0], Expr::StringLiteral(s) if s.value.to_str() == "cuda")
         }
+        // `x.device.type == "cpu"` (host data), or a device without CUDA graphs (`"mps"`,
+        // `"xpu"`, ...).
         Expr::Compare(compare) => {
             compare.ops.len() == 1
                 && matches!(compare.ops[0], ast::CmpOp::Eq)
                 && is_device_type(&compare.left)
-                && matches!(&compare.comparators[0], Expr::StringLiteral(s) if s.value.to_str() == "cpu")
+                && matches!(&compare.comparators[0], Expr::StringLiteral(s)
+                    if matches!(s.value.to_str(), "cpu" | "mps" | "xpu" | "npu" | "hpu" | "tpu" | "meta"))
         }
         // A capture flag is false only outside capture: `if not is_tracing(x):`, `if not flag:`.
         _ => negated && model.ty(test) == Ty::CaptureFlag,
