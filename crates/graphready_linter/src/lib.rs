@@ -178,10 +178,9 @@ fn other_platform(module: &str) -> bool {
         .unwrap_or(module)
         .split(['.', '_', '-'])
         .any(|word| {
-            matches!(
-                word.to_ascii_lowercase().as_str(),
-                "npu" | "xpu" | "tpu" | "hpu" | "mps" | "mlx" | "ascend" | "neuron"
-            )
+            let word = word.to_ascii_lowercase();
+            matches!(word.as_str(), "mlx" | "ascend" | "neuron")
+                || util::NO_CUDA_GRAPH_DEVICES.contains(&word.as_str())
         })
 }
 

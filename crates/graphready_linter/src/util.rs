@@ -20,3 +20,8 @@ pub(crate) fn last_segment(expr: &Expr) -> Option<&str> {
         _ => None,
     }
 }
+
+/// Devices without CUDA graphs, as platform tests, device types and module names call them
+/// (`is_xpu()`, `x.device.type == "mps"`, `hardware_backend/npu`); each use adds its own (the
+/// host `cpu`, the `meta` device, `neuron` platforms, `mlx` and `ascend` packages).
+pub(crate) const NO_CUDA_GRAPH_DEVICES: [&str; 5] = ["npu", "xpu", "tpu", "hpu", "mps"];

@@ -12,7 +12,7 @@
 
 use crate::semantic::{SemanticModel, Ty};
 use crate::settings::Settings;
-use crate::util::last_segment;
+use crate::util::{last_segment, NO_CUDA_GRAPH_DEVICES};
 use ruff_python_ast::comparable::ComparableExpr;
 use ruff_python_ast::{self as ast, Expr};
 
@@ -155,10 +155,11 @@ fn is_other_platform(test: &Expr) -> bool {
         Expr::Attribute(attribute) => attribute.attr.as_str(),
         _ => return false,
     };
-    matches!(
-        name.trim_start_matches('_'),
-        "is_xpu" | "is_npu" | "is_cpu" | "is_tpu" | "is_hpu" | "is_mps" | "is_neuron"
-    )
+    name.trim_start_matches('_')
+        .strip_prefix("is_")
+        .is_some_and(|device| {
+            matches!(device, "cpu" | "neuron") || NO_CUDA_GRAPH_DEVICES.contains(&device)
+        })
 }
 
 /// `if not hasattr(self, "t"): self.register_buffer("t", make())` on a class that lasts.
@@ -292,7 +293,8 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
                 && matches!(compare.ops[0], ast::CmpOp::Eq)
                 && is_device_type(&compare.left)
                 && matches!(&compare.comparators[0], Expr::StringLiteral(s)
-                    if matches!(s.value.to_str(), "cpu" | "mps" | "xpu" | "npu" | "hpu" | "tpu" | "meta"))
+                    if matches!(s.value.to_str(), "cpu" | "meta")
+                        || NO_CUDA_GRAPH_DEVICES.contains(&s.value.to_str()))
         }
         // A capture flag is false only outside capture: `if not is_tracing(x):`, `if not flag:`.
         _ => negated && model.ty(test) == Ty::CaptureFlag,

@@ -29,7 +29,7 @@ pub(super) fn param_types(
     // What the reached sites pass, while every one passed a host value (`None` once one did
     // not); a caller's parameter passed on is set aside, to count as what the caller's own
     // callers pass (`forward(grid_thw)` -> `get_window_index(grid_thw)`).
-    let mut base: FxHashMap<(NodeId, &str), Option<Ty>> = FxHashMap::default();
+    let mut base: FxHashMap<ParamKey, Option<Ty>> = FxHashMap::default();
     let mut pending: Vec<(ParamKey, ParamKey)> = Vec::new();
     for &caller in &callers {
         let sites = &index.function(caller).calls;
@@ -51,13 +51,13 @@ pub(super) fn param_types(
         }
     }
     // To a fixed point (a few rounds: chains of parameters are short).
-    let mut decided: FxHashMap<(NodeId, &str), Ty> = FxHashMap::default();
+    let mut decided: FxHashMap<ParamKey, Ty> = FxHashMap::default();
     for _ in 0..4 {
         let mut host = base.clone();
         for &(key, passed_on) in &pending {
             pass(&mut host, key, decided.get(&passed_on).copied());
         }
-        let next: FxHashMap<(NodeId, &str), Ty> = host
+        let next: FxHashMap<ParamKey, Ty> = host
             .into_iter()
             .filter_map(|((callee, name), passed)| {
                 let ty = passed?;
@@ -163,11 +163,7 @@ type ParamKey<'f> = (NodeId, &'f str);
 
 /// What one site passes to a parameter: a host type joins what earlier sites passed, `None` (a
 /// device tensor, an unknown value) rules the parameter out.
-fn pass<'f>(
-    host: &mut FxHashMap<(NodeId, &'f str), Option<Ty>>,
-    key: (NodeId, &'f str),
-    ty: Option<Ty>,
-) {
+fn pass<'f>(host: &mut FxHashMap<ParamKey<'f>, Option<Ty>>, key: ParamKey<'f>, ty: Option<Ty>) {
     match ty {
         None => {
             host.insert(key, None);
@@ -190,7 +186,7 @@ fn record_host<'f>(
     bound: bool,
     caller: NodeId,
     site: &'f CallSite,
-    host: &mut FxHashMap<(NodeId, &'f str), Option<Ty>>,
+    host: &mut FxHashMap<ParamKey<'f>, Option<Ty>>,
     pending: &mut Vec<(ParamKey<'f>, ParamKey<'f>)>,
 ) {
     if site.opaque {

@@ -102,12 +102,11 @@ pub(super) fn attribute_types(index: &ProjectIndex) -> FxHashMap<NodeId, Vec<Att
                 if param == "self" {
                     continue;
                 }
-                let mut seen = FxHashSet::default();
-                let mut pending = classes;
-                while let Some(class) = pending.pop() {
-                    if !seen.insert(class) || seen.len() > 16 {
-                        continue;
-                    }
+                let lineages = classes
+                    .iter()
+                    .rev()
+                    .flat_map(|&class| index.lineage(class, 16));
+                for class in lineages {
                     for (field, ty) in &index.class_summary(class).host_fields {
                         if !found
                             .iter()
@@ -120,7 +119,6 @@ pub(super) fn attribute_types(index: &ProjectIndex) -> FxHashMap<NodeId, Vec<Att
                             });
                         }
                     }
-                    pending.extend(index.bases_of(class));
                 }
             }
             (!found.is_empty()).then_some((node, found))

@@ -294,12 +294,7 @@ impl ProjectIndex<'_> {
     /// `self.<attribute> = self.<method>`.
     fn bound_methods(&self, class: ClassId, attribute: &str) -> Vec<&str> {
         let mut out = Vec::new();
-        let mut seen = FxHashSet::default();
-        let mut pending = vec![class];
-        while let Some(current) = pending.pop() {
-            if !seen.insert(current) || seen.len() > 32 {
-                continue;
-            }
+        for current in self.lineage(class, 32) {
             for (field, path) in &self.class_summary(current).fields {
                 if field != attribute {
                     continue;
@@ -314,6 +309,20 @@ impl ProjectIndex<'_> {
                     }
                 }
             }
+        }
+        out
+    }
+
+    /// A class and its bases through the project, depth first, each once (at most `limit`).
+    pub(super) fn lineage(&self, class: ClassId, limit: usize) -> Vec<ClassId> {
+        let mut seen = FxHashSet::default();
+        let mut out = Vec::new();
+        let mut pending = vec![class];
+        while let Some(current) = pending.pop() {
+            if !seen.insert(current) || seen.len() > limit {
+                continue;
+            }
+            out.push(current);
             pending.extend(self.bases_of(current));
         }
         out

@@ -113,8 +113,8 @@ impl<'a> SemanticModel<'a> {
     /// A record built from host-resident fields carries them under its own names:
     /// `Molmo2ImageInputs(num_pooled_patches=kwargs.pop("image_num_pooled_patches"))` makes
     /// `num_pooled_patches` a host field of the module, read later as
-    /// `image_input["num_pooled_patches"]`. Only in modules that read such fields, and only
-    /// for classes (capitalised callees).
+    /// `image_input["num_pooled_patches"]`. Only where the module or the project declares such
+    /// fields, and only for classes (capitalised callees).
     pub fn learn_record_fields(&mut self, call: &'a ast::ExprCall) {
         if self.host_fields.is_empty() && self.types.facts.host_fields.is_none() {
             return;

@@ -22,7 +22,7 @@ impl SemanticModel<'_> {
     pub(super) fn host_function_ty(&self, qualified: &str, call: &ast::ExprCall) -> Option<Ty> {
         let name = qualified.strip_prefix("torch.")?;
         // `F.pad(cpu_t, ...)`, `torch.linalg.norm(cpu_t)`: functions of a host tensor too.
-        let name = ["nn.functional.", "linalg.", "fft.", "special."]
+        let name = tensor_api::FUNCTION_NAMESPACES
             .iter()
             .find_map(|namespace| name.strip_prefix(namespace))
             .unwrap_or(name);

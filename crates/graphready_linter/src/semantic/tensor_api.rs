@@ -398,6 +398,9 @@ fn host_prefixed(name: &str) -> bool {
         .any(|prefix| name.starts_with(prefix))
 }
 
+/// The namespaces under `torch.` whose members are functions of tensors, like `torch.*` itself.
+pub const FUNCTION_NAMESPACES: [&str; 4] = ["nn.functional.", "linalg.", "fft.", "special."];
+
 /// What a call to a `torch` function with this qualified name returns.
 pub fn torch_function_result(qualified: &str, has_dim_argument: bool) -> Option<Returns> {
     if let Some(name) = qualified.strip_prefix("torch.") {
@@ -416,7 +419,7 @@ pub fn torch_function_result(qualified: &str, has_dim_argument: bool) -> Option<
             }
             return Some(Returns::Tensor);
         }
-        for namespace in ["nn.functional.", "linalg.", "fft.", "special."] {
+        for namespace in FUNCTION_NAMESPACES {
             if let Some(function) = name.strip_prefix(namespace) {
                 if function.contains('.') || host_prefixed(function) {
                     return None;
