@@ -7,8 +7,9 @@
 //! generation mixin dispatching by method name to its decode loop, penalizers held in a dict
 //! comprehension, processors appended to a `list` subclass, an attention function held in a
 //! local, kernels passed around as values (tuples, globals, a called parameter), a batch
-//! property whose read copies to the host, and the set-up and harness code that must stay out
-//! of the default scope.
+//! property whose read copies to the host, a sampler a state's hook returns in a tuple that the
+//! runner unpacks into its fields, and the set-up and harness code that must stay out of the
+//! default scope.
 
 use graphready_linter::project::{self, Options, Scope, SourceFile};
 use graphready_linter::{HotPathSettings, RuleSet, Settings};
@@ -186,6 +187,20 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // A field some processor keeps on the host and another does not: it may be on the
             // device. `image_grid_thw` (line 10), which `vision.py` keeps on the host, is not
             // reported, though the processor is in another module.
+            // A state's hook returns the sampler the runner then samples with: a tuple
+            // unpacked into two fields, from a method annotated `tuple[Any, Any] | None` whose
+            // override returns the instance.
+            finding(
+                "engine/drafting.py",
+                24,
+                "GR101",
+                "stall",
+                &[
+                    "DraftRunner.run",
+                    "DraftSampler.__call__",
+                    "DraftSlots.fill_slots"
+                ],
+            ),
             finding(
                 "engine/encoder.py",
                 12,

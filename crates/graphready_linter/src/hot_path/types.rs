@@ -203,7 +203,12 @@ impl ProjectIndex<'_> {
     pub(super) fn return_type(&self, node: NodeId, depth: u8) -> TypeVal {
         let function = self.function(node);
         if let Some(ty) = &function.return_annotation {
-            return self.type_of_ref(node.module, ty);
+            let annotated = self.type_of_ref(node.module, ty);
+            // An annotation that names no project class (`tuple[Any, Any] | None`) leaves the
+            // answer to the returns.
+            if !annotated.is_empty() || function.return_paths.is_empty() {
+                return annotated;
+            }
         }
         let mut value = TypeVal::default();
         if depth > 0 {

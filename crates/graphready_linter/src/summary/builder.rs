@@ -3,7 +3,7 @@
 //! The checker feeds it at the same visit points where it runs the rules, with the semantic
 //! model as it stands there.
 
-use super::{CallTarget, FunctionSummary, Marker, ModuleSummary, Ref, TypePath};
+use super::{CallTarget, FunctionSummary, Marker, ModuleSummary, PathStep, Ref, TypePath};
 use crate::semantic::{keyword, SemanticModel, Ty};
 use crate::util::last_segment;
 use ruff_python_ast::{self as ast, Expr, Stmt};
@@ -404,17 +404,22 @@ impl<'a> SummaryBuilder<'a> {
 
     /// `return value`: what the function returns.
     pub(crate) fn returned(&mut self, model: &SemanticModel, value: Option<&Expr>) {
-        // Without an annotation, what the function returns is what its returns say.
-        let annotated = self
-            .building
-            .last()
-            .is_some_and(|function| function.return_annotation.is_some());
-        if !annotated {
-            if let Some(path) = value.and_then(|value| self.type_path(model, value)) {
-                if let Some(function) = self.building.last_mut() {
-                    if function.return_paths.len() < 8 && !function.return_paths.contains(&path) {
-                        function.return_paths.push(path);
-                    }
+        // What the returns say; the index reads them when the annotation names no project
+        // class (`-> tuple[Any, Any] | None`). A tuple returns its elements, positions unknown.
+        let paths: Vec<TypePath> = match value {
+            Some(Expr::Tuple(tuple)) => tuple
+                .elts
+                .iter()
+                .filter_map(|element| self.type_path(model, element))
+                .map(|path| path.then(PathStep::Elements))
+                .collect(),
+            Some(value) => self.type_path(model, value).into_iter().collect(),
+            None => Vec::new(),
+        };
+        if let Some(function) = self.building.last_mut() {
+            for path in paths {
+                if function.return_paths.len() < 8 && !function.return_paths.contains(&path) {
+                    function.return_paths.push(path);
                 }
             }
         }
@@ -490,6 +495,30 @@ impl<'a> SummaryBuilder<'a> {
             Expr::Subscript(subscript) => self.instances_of(&subscript.value),
             _ => Vec::new(),
         }
+    }
+
+    /// Whether `expr` is a field of `self` that some method assigns from a computed value (a
+    /// path with steps: another field, a method's result, an element of one), not only from
+    /// constructors and annotations.
+    fn computed_field(&self, expr: &Expr) -> bool {
+        let Expr::Attribute(attribute) = expr else {
+            return false;
+        };
+        let Some((class, self_name)) = self.self_context() else {
+            return false;
+        };
+        if !matches!(&*attribute.value, Expr::Name(receiver) if receiver.id.as_str() == self_name) {
+            return false;
+        }
+        self.summary
+            .classes
+            .iter()
+            .find(|c| c.name == class)
+            .is_some_and(|c| {
+                c.fields.iter().any(|(field, path)| {
+                    field == attribute.attr.id.as_str() && !path.steps.is_empty()
+                })
+            })
     }
 
     fn class_instances(&self, class: &str, attribute: &str) -> Vec<Ref> {

@@ -98,13 +98,22 @@ impl SummaryBuilder<'_> {
         }
         let instances = self.instances_of(func);
         if !instances.is_empty() {
-            return instances
+            let mut targets: Vec<CallTarget> = instances
                 .into_iter()
                 .map(|class| CallTarget::InstanceMethod {
                     class,
                     method: "forward".to_string(),
                 })
                 .collect();
+            // A field also assigned what a call returns (`self.sampler, self.verifier =
+            // state.custom_sampler(...)`) holds more than the instances constructed for it.
+            if self.computed_field(func) {
+                targets.extend(
+                    self.type_path(model, func)
+                        .map(|receiver| CallTarget::Invoke { receiver }),
+                );
+            }
+            return targets;
         }
         if let Some(reference) = self.reference(model, func) {
             return vec![CallTarget::Function(reference)];

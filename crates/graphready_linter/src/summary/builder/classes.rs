@@ -162,7 +162,14 @@ impl<'a> SummaryBuilder<'a> {
             let path = annotation
                 .and_then(|annotation| self.annotation_type(model, annotation))
                 .map(TypePath::of_type)
-                .or_else(|| value.and_then(|value| self.type_path(model, value)));
+                .or_else(|| {
+                    value.and_then(|value| match value {
+                        FieldValue::Whole(value) => self.type_path(model, value),
+                        FieldValue::Element(value) => self
+                            .type_path(model, value)
+                            .map(|path| path.then(crate::summary::PathStep::Item)),
+                    })
+                });
             if let Some(path) = path {
                 // `self.x = self.x` and friends say nothing.
                 let circular = matches!(&path.root, crate::summary::PathRoot::SelfOf(_))
@@ -289,12 +296,23 @@ fn collect_local_assignments<'a>(body: &'a [Stmt], out: &mut Vec<(&'a str, &'a E
     }
 }
 
-/// `self.<attribute> = <value>` and `self.<attribute>: T [= value]` anywhere in a method body (not
-/// in nested functions), with the annotation and the value when there is one.
+/// What a field is assigned.
+#[derive(Clone, Copy)]
+enum FieldValue<'a> {
+    /// `self.x = value`.
+    Whole(&'a Expr),
+    /// `self.x, self.y = value`: an element of the value, its position not followed (the index
+    /// knows the classes a call's result holds, not where).
+    Element(&'a Expr),
+}
+
+/// `self.<attribute> = <value>`, `self.a, self.b = <value>` and `self.<attribute>: T [= value]`
+/// anywhere in a method body (not in nested functions), with the annotation and the value when
+/// there is one.
 fn collect_field_assignments<'a>(
     body: &'a [Stmt],
     self_name: &str,
-    out: &mut Vec<(&'a str, Option<&'a Expr>, Option<&'a Expr>)>,
+    out: &mut Vec<(&'a str, Option<&'a Expr>, Option<FieldValue<'a>>)>,
 ) {
     let self_attribute = |target: &'a Expr| match target {
         Expr::Attribute(attribute) if matches!(&*attribute.value, Expr::Name(n) if n.id.as_str() == self_name) => {
@@ -307,13 +325,23 @@ fn collect_field_assignments<'a>(
             Stmt::Assign(assign) => {
                 for target in &assign.targets {
                     if let Some(attribute) = self_attribute(target) {
-                        out.push((attribute, None, Some(&assign.value)));
+                        out.push((attribute, None, Some(FieldValue::Whole(&assign.value))));
+                    } else if let Expr::Tuple(ast::ExprTuple { elts, .. })
+                    | Expr::List(ast::ExprList { elts, .. }) = target
+                    {
+                        for attribute in elts.iter().filter_map(self_attribute) {
+                            out.push((attribute, None, Some(FieldValue::Element(&assign.value))));
+                        }
                     }
                 }
             }
             Stmt::AnnAssign(assign) => {
                 if let Some(attribute) = self_attribute(&assign.target) {
-                    out.push((attribute, Some(&assign.annotation), assign.value.as_deref()));
+                    out.push((
+                        attribute,
+                        Some(&assign.annotation),
+                        assign.value.as_deref().map(FieldValue::Whole),
+                    ));
                 }
             }
             Stmt::If(if_stmt) => {
