@@ -91,6 +91,7 @@ pub fn check(
         &settings,
         semantic::ProjectFacts::default(),
         None,
+        true,
     )
     .diagnostics
 }
@@ -99,7 +100,8 @@ pub fn check(
 ///
 /// With `only`, the bodies of the module's functions and methods outside it (by qualified name
 /// inside the module) are skipped: a re-check of the functions whose findings can be reported.
-/// The summary is then partial.
+/// The summary is then partial. Without `summarise`, the summary is left empty (a re-check,
+/// whose first summary stands).
 pub(crate) fn analyze(
     source: &str,
     path: &str,
@@ -107,6 +109,7 @@ pub(crate) fn analyze(
     settings: &FileSettings,
     facts: semantic::ProjectFacts,
     only: Option<&rustc_hash::FxHashSet<String>>,
+    summarise: bool,
 ) -> FileAnalysis {
     let parsed = match ruff_python_parser::parse_module(source) {
         Ok(parsed) => parsed,
@@ -134,6 +137,7 @@ pub(crate) fn analyze(
         facts,
     )
     .only(only)
+    .summarise(summarise)
     .other_platform(other_platform(module.name.as_deref().unwrap_or_else(
         || {
             // Outside a package, the file's own name: the folders above it are the user's.

@@ -107,6 +107,16 @@ impl<'a> Checker<'a> {
         self
     }
 
+    /// Without a summary for the project (a second check of a file, whose first summary
+    /// stands): the summary builder keeps only the return types the walk needs.
+    #[must_use]
+    pub fn summarise(mut self, summarise: bool) -> Self {
+        if !summarise {
+            self.summary.returns_only();
+        }
+        self
+    }
+
     /// A module for a device without CUDA graphs (see [`crate::analyze`]): nothing in it is
     /// reported, and its calls lead nowhere.
     #[must_use]

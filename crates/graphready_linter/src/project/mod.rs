@@ -355,7 +355,7 @@ fn phase1(
         .par_iter()
         .enumerate()
         .with_max_len(1)
-        .filter_map(|(index, candidate)| check_file(index, candidate, options, facts, None))
+        .filter_map(|(index, candidate)| check_file(index, candidate, options, facts, None, true))
         .collect();
     (candidates, outcomes, discovered, host_fields)
 }
@@ -464,7 +464,8 @@ fn phase3(
                 host_fields: non_empty(&external.host_fields),
                 attribute_types: Some(&attribute_types),
             };
-            check_file(c, &candidates[c], options, facts, only.as_ref()).map(|outcome| (i, outcome))
+            check_file(c, &candidates[c], options, facts, only.as_ref(), false)
+                .map(|outcome| (i, outcome))
         })
         .collect();
     let count = redone.len();
@@ -506,13 +507,15 @@ fn file_rules(options: &Options, file: &SourceFile) -> RuleSet {
     rules
 }
 
-/// Reads and checks one file. `None` for a file that never mentions `torch`.
+/// Reads and checks one file. `None` for a file that never mentions `torch`. Without
+/// `summarise` (phase 3), the outcome's summary is empty.
 fn check_file(
     index: usize,
     candidate: &Candidate,
     options: &Options,
     facts: ProjectFacts,
     only: Option<&rustc_hash::FxHashSet<String>>,
+    summarise: bool,
 ) -> Option<Outcome> {
     let path = display_path(&candidate.file.path);
     let unreadable = |message: String| Outcome {
@@ -562,6 +565,7 @@ fn check_file(
         &crate::FileSettings { settings, rules },
         facts,
         only,
+        summarise,
     );
     let judge = options.unused_suppressions && options.reports(&candidate.file.path);
     // Phase 3 (`external`) adds the suppressions it used to phase 1's comments.

@@ -97,6 +97,9 @@ pub(crate) struct SummaryBuilder<'a> {
     saved_method_self: Vec<Option<(Rc<str>, &'a str)>>,
     /// Non-zero inside `with torch.cuda.graph(...)`.
     capture_depth: u32,
+    /// Only what the walk itself needs (each function's return type, for its callers in the
+    /// module): a second check of a file, whose summary nobody reads, builds no more.
+    returns_only: bool,
 }
 
 impl<'a> SummaryBuilder<'a> {
@@ -108,6 +111,7 @@ impl<'a> SummaryBuilder<'a> {
                 module: module.map(str::to_string),
                 ..ModuleSummary::default()
             },
+            returns_only: false,
             building: Vec::new(),
             return_types: Vec::new(),
             annotated_returns: Vec::new(),
@@ -215,6 +219,14 @@ impl<'a> SummaryBuilder<'a> {
         class: Option<&str>,
         self_name: Option<&'a str>,
     ) {
+        if self.returns_only {
+            self.building.push(FunctionSummary {
+                qualname: qualname.to_string(),
+                ..FunctionSummary::default()
+            });
+            self.push_scopes(model, function, FxHashMap::default(), class, self_name);
+            return;
+        }
         let mut markers: Vec<Marker> = self.def_line_marker(function).into_iter().collect();
         for decorator in &function.decorator_list {
             let expr = &decorator.expression;
@@ -297,6 +309,19 @@ impl<'a> SummaryBuilder<'a> {
             }),
             host_sync: None,
         });
+        self.push_scopes(model, function, locals, class, self_name);
+    }
+
+    /// The per-function state a function's visit starts with (`locals`: its annotated
+    /// parameters' type paths).
+    fn push_scopes(
+        &mut self,
+        model: &SemanticModel,
+        function: &'a ast::StmtFunctionDef,
+        locals: FxHashMap<&'a str, TypePath>,
+        class: Option<&str>,
+        self_name: Option<&'a str>,
+    ) {
         self.return_types.push(None);
         self.annotated_returns.push(
             function
@@ -318,6 +343,11 @@ impl<'a> SummaryBuilder<'a> {
         }
     }
 
+    /// Builds only what the walk itself needs (see `returns_only`).
+    pub(crate) fn returns_only(&mut self) {
+        self.returns_only = true;
+    }
+
     /// The module's source.
     pub(crate) fn source(&self) -> &'a str {
         self.source
@@ -332,6 +362,9 @@ impl<'a> SummaryBuilder<'a> {
 
     /// A sync-family finding (`code`) in the function being visited, outside any guard.
     pub(crate) fn host_sync(&mut self, code: &'static str) {
+        if self.returns_only {
+            return;
+        }
         if let Some(function) = self.building.last_mut() {
             function.host_sync.get_or_insert(code);
         }
@@ -404,6 +437,20 @@ impl<'a> SummaryBuilder<'a> {
 
     /// `return value`: what the function returns.
     pub(crate) fn returned(&mut self, model: &SemanticModel, value: Option<&Expr>) {
+        if !self.returns_only {
+            self.returned_values(model, value);
+        }
+        let ty = value.map_or(Ty::Host, |value| model.ty(value));
+        if let Some(slot) = self.return_types.last_mut() {
+            *slot = Some(match *slot {
+                None => ty,
+                Some(previous) => previous.join(ty),
+            });
+        }
+    }
+
+    /// The classes and functions a `return` hands back, for the index.
+    fn returned_values(&mut self, model: &SemanticModel, value: Option<&Expr>) {
         // What the returns say; the index reads them when the annotation names no project
         // class (`-> tuple[Any, Any] | None`). A tuple returns its elements, positions unknown.
         let paths: Vec<TypePath> = match value {
@@ -435,13 +482,6 @@ impl<'a> SummaryBuilder<'a> {
                     }
                 }
             }
-        }
-        let ty = value.map_or(Ty::Host, |value| model.ty(value));
-        if let Some(slot) = self.return_types.last_mut() {
-            *slot = Some(match *slot {
-                None => ty,
-                Some(previous) => previous.join(ty),
-            });
         }
     }
 

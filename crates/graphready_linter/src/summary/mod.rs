@@ -118,7 +118,7 @@ pub enum Marker {
     Compiled,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct FunctionSummary {
     /// Qualified inside the module: `Class.method`, `outer.inner`, `func`.
     pub qualname: String,
@@ -148,7 +148,8 @@ pub struct FunctionSummary {
     pub params: Vec<Param>,
     /// The class the return annotation names, when it names one.
     pub return_annotation: Option<TypeRef>,
-    /// Without a return annotation: the type paths of the returned values.
+    /// The type paths of the returned values (the elements of a returned tuple), read when
+    /// the return annotation names no project class.
     pub return_paths: Vec<TypePath>,
     /// Parameters read where a tensor's value would be taken on the host (truth tests,
     /// `int()`/`float()`/`bool()`, formatting, indices): a device tensor passed to one of them

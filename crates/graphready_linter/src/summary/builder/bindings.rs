@@ -9,6 +9,9 @@ use ruff_python_ast::{self as ast, Expr};
 impl<'a> SummaryBuilder<'a> {
     /// `x = MLP(...)` binds `x` to an instance, for `x(...)` and `x.method(...)` later.
     pub(crate) fn assignment(&mut self, model: &SemanticModel, target: &'a Expr, value: &Expr) {
+        if self.returns_only {
+            return;
+        }
         // `metadata, layer, cache = context(name)`: each name holds an element of the result
         // (the index knows the result's element classes, not their positions).
         if let Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) =
@@ -171,6 +174,9 @@ impl<'a> SummaryBuilder<'a> {
         annotation: &Expr,
         value: &Expr,
     ) {
+        if self.returns_only {
+            return;
+        }
         self.assignment(model, target, value);
         if let (Expr::Name(name), Some(ty)) = (target, self.annotation_type(model, annotation)) {
             self.bind_local(name.id.as_str(), Some(TypePath::of_type(ty)));
@@ -179,6 +185,9 @@ impl<'a> SummaryBuilder<'a> {
 
     /// `for layer in self.layers:` binds `layer` to the members' classes.
     pub(crate) fn loop_target(&mut self, model: &SemanticModel, target: &'a Expr, iter: &Expr) {
+        if self.returns_only {
+            return;
+        }
         let Expr::Name(name) = target else {
             return;
         };

@@ -10,6 +10,9 @@ use ruff_python_ast::{self as ast, Expr};
 impl SummaryBuilder<'_> {
     /// An expression whose truth or value the host takes: notes the parameters it reads.
     pub(crate) fn judged(&mut self, expr: &Expr) {
+        if self.returns_only {
+            return;
+        }
         let Some(function) = self.building.last_mut() else {
             return;
         };
@@ -185,6 +188,9 @@ impl SummaryBuilder<'_> {
         call: &ast::ExprCall,
         in_captured_code: bool,
     ) {
+        if self.returns_only {
+            return;
+        }
         self.record_module_level_entries(model, call);
         if self.building.is_empty() {
             return;

@@ -15,6 +15,9 @@ impl<'a> SummaryBuilder<'a> {
         class: &'a ast::StmtClassDef,
         name: String,
     ) {
+        if self.returns_only {
+            return;
+        }
         let mut bases = Vec::new();
         let mut typed_bases = Vec::new();
         for base in class.arguments.iter().flat_map(|arguments| &arguments.args) {
