@@ -23,7 +23,7 @@ pub(crate) struct FieldDeclarations<'a> {
     pub(crate) on_device: FxHashSet<&'a str>,
 }
 
-/// The fields a module declares: the keywords or string keys that calls with
+/// The fields a module declares: the keywords, dict keys or subscript keys that calls with
 /// `keep_on_cpu=True` are given to, and those that calls on the same configuration class
 /// (`MultiModalFieldConfig.batched("audio")`) are given to without it.
 pub(crate) fn field_declarations(module: &ast::ModModule) -> FieldDeclarations<'_> {
@@ -73,6 +73,22 @@ fn configuration(value: &Expr) -> Option<(Option<&str>, bool)> {
 }
 
 impl<'a> Visitor<'a> for Collector<'a> {
+    fn visit_stmt(&mut self, stmt: &'a ast::Stmt) {
+        // `fields["seg_lens"] = MultiModalFieldConfig.batched("video", keep_on_cpu=True)`.
+        if let ast::Stmt::Assign(assign) = stmt {
+            if let Some((class, kept)) = configuration(&assign.value) {
+                for target in &assign.targets {
+                    if let Expr::Subscript(subscript) = target {
+                        if let Expr::StringLiteral(key) = &*subscript.slice {
+                            self.declared.push((key.value.to_str(), class, kept));
+                        }
+                    }
+                }
+            }
+        }
+        visitor::walk_stmt(self, stmt);
+    }
+
     fn visit_expr(&mut self, expr: &'a Expr) {
         match expr {
             Expr::Call(call) => {
