@@ -184,12 +184,18 @@ impl SemanticModel<'_> {
         }
     }
 
-    /// Whether a device expression names the host: `"cpu"`, `torch.device("cpu")`, or the
-    /// device of a host tensor (`device=seq_lens_cpu.device`).
-    fn is_host_device(&self, device: &Expr) -> bool {
-        is_cpu_device(device)
-            || matches!(device, Expr::Attribute(attribute)
-                if attribute.attr.as_str() == "device" && self.ty(&attribute.value).is_host_tensor())
+    /// Whether a device expression names the host: `"cpu"`, `torch.device("cpu")`, the device
+    /// of a host tensor (`device=seq_lens_cpu.device`), or a local bound to one of those.
+    pub(super) fn is_host_device(&self, device: &Expr) -> bool {
+        match device {
+            Expr::Name(name) => self
+                .lookup_scope(name.id.as_str())
+                .is_some_and(|scope| scope.host_devices.contains(name.id.as_str())),
+            Expr::Attribute(attribute) => {
+                attribute.attr.as_str() == "device" && self.ty(&attribute.value).is_host_tensor()
+            }
+            other => is_cpu_device(other),
+        }
     }
 }
 

@@ -23,6 +23,9 @@ pub(super) struct Scope<'a> {
     /// Names bound here to a maybe-device boolean tensor (a mask), see
     /// [`SemanticModel::is_bool_tensor`].
     pub(super) bool_tensors: FxHashSet<&'a str>,
+    /// Names bound here to the host device (`device = seq_lens_cpu.device`, `dev = "cpu"`),
+    /// see [`SemanticModel::is_host_device`].
+    pub(super) host_devices: FxHashSet<&'a str>,
     /// The parameters of the function this scope belongs to.
     pub(super) parameters: FxHashSet<&'a str>,
     /// Attribute paths known to hold host data: an assertion declared a host tensor (`assert
@@ -140,6 +143,7 @@ impl<'a> SemanticModel<'a> {
             if let Some(mut scope) = self.scopes.pop() {
                 scope.bindings.clear();
                 scope.bool_tensors.clear();
+                scope.host_devices.clear();
                 scope.parameters.clear();
                 scope.host_attributes.clear();
                 self.spare_scopes.push(scope);
@@ -190,6 +194,9 @@ impl<'a> SemanticModel<'a> {
         let scope = self.current();
         if !scope.bool_tensors.is_empty() {
             scope.bool_tensors.remove(name);
+        }
+        if !scope.host_devices.is_empty() {
+            scope.host_devices.remove(name);
         }
         if !scope.parameters.is_empty() {
             scope.parameters.remove(name);

@@ -427,6 +427,9 @@ impl<'a> SemanticModel<'a> {
             if matches!(ty, Ty::Tensor | Ty::Unknown) && self.is_bool_tensor(value) {
                 self.current().bool_tensors.insert(name.id.as_str());
             }
+            if self.is_host_device(value) {
+                self.current().host_devices.insert(name.id.as_str());
+            }
         }
     }
 
