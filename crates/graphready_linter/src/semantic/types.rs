@@ -175,6 +175,9 @@ pub(crate) struct TypeState<'a> {
     pub(super) facts: ProjectFacts<'a>,
     /// Return types of this module's functions visited so far (callees are visited first).
     learned_returns: FxHashMap<String, Ty>,
+    /// This module's functions whose every return is a tuple of the same length: the type of
+    /// each position.
+    learned_tuple_returns: FxHashMap<String, Vec<Ty>>,
     /// The configured capture predicates, by last name.
     pub(super) capture_predicates: &'a [String],
     /// This module's functions whose every return is a capture flag.
@@ -191,6 +194,7 @@ impl<'a> TypeState<'a> {
         TypeState {
             facts,
             learned_returns: FxHashMap::default(),
+            learned_tuple_returns: FxHashMap::default(),
             capture_predicates: &[],
             learned_predicates: rustc_hash::FxHashSet::default(),
             learned_uninitialized: rustc_hash::FxHashSet::default(),
@@ -241,6 +245,33 @@ impl<'a> SemanticModel<'a> {
         if let Some(ty) = known.copied() {
             self.learn_return(qualname, ty);
         }
+    }
+
+    /// Records the type of each position of the tuples a function of this module returns on
+    /// every path, for callers that unpack them (`embeds, mask = self._gather(...)`).
+    pub fn learn_tuple_return(&mut self, qualname: &str, elements: Vec<Ty>) {
+        self.invalidate();
+        self.types
+            .learned_tuple_returns
+            .insert(qualname.to_string(), elements);
+    }
+
+    /// The positions' types of the tuple a call of this module's function returns.
+    fn local_tuple_return(&self, call: &ast::ExprCall) -> Option<&[Ty]> {
+        let qualname = match &*call.func {
+            Expr::Name(name) if self.lookup(name.id.as_str()).is_none() => {
+                name.id.as_str().to_string()
+            }
+            Expr::Attribute(attribute) => {
+                let class = self.instance_class(&attribute.value)?;
+                format!("{class}.{}", attribute.attr.id)
+            }
+            _ => return None,
+        };
+        self.types
+            .learned_tuple_returns
+            .get(&qualname)
+            .map(Vec::as_slice)
     }
 
     /// Records what a function of this module returns, for its callers visited later.
@@ -419,6 +450,18 @@ impl<'a> SemanticModel<'a> {
                     self.bind_target(target, ty);
                 }
                 return;
+            }
+        }
+        // `embeds, mask = self._gather(n)` of a function of this module returning such pairs.
+        if let (Expr::Tuple(targets), Expr::Call(call)) = (target, value) {
+            if let Some(elements) = self.local_tuple_return(call) {
+                if elements.len() == targets.elts.len() {
+                    let elements = elements.to_vec();
+                    for (target, ty) in targets.elts.iter().zip(elements) {
+                        self.bind_target(target, ty);
+                    }
+                    return;
+                }
             }
         }
         let ty = self.ty(value);

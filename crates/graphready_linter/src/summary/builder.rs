@@ -65,6 +65,9 @@ pub(crate) struct SummaryBuilder<'a> {
     /// Summaries of the functions being visited, innermost last.
     building: Vec<FunctionSummary>,
     return_types: Vec<Option<Ty>>,
+    /// Per function: the positions' types of the tuples returned so far; `Some(None)` once a
+    /// return is not a tuple of the same length.
+    tuple_returns: Vec<Option<Option<Vec<Ty>>>>,
     /// What each function's return annotation says of its value, innermost last.
     annotated_returns: Vec<Ty>,
     /// Locals bound to instances of known classes, per function.
@@ -114,6 +117,7 @@ impl<'a> SummaryBuilder<'a> {
             returns_only: false,
             building: Vec::new(),
             return_types: Vec::new(),
+            tuple_returns: Vec::new(),
             annotated_returns: Vec::new(),
             instances: Vec::new(),
             locals: Vec::new(),
@@ -323,6 +327,7 @@ impl<'a> SummaryBuilder<'a> {
         self_name: Option<&'a str>,
     ) {
         self.return_types.push(None);
+        self.tuple_returns.push(None);
         self.annotated_returns.push(
             function
                 .returns
@@ -411,6 +416,7 @@ impl<'a> SummaryBuilder<'a> {
         self.method_aliases.pop();
         self.function_aliases.pop();
         self.globals.pop();
+        let tuple = self.tuple_returns.pop().flatten().flatten();
         let inferred = self.return_types.pop().flatten().unwrap_or(Ty::Host);
         // An annotation that names a host list (of lists) says more than host values returned
         // through helpers nothing types (`-> list[list[int]]`).
@@ -431,6 +437,9 @@ impl<'a> SummaryBuilder<'a> {
             summary.returns_uninitialized =
                 model.is_learned_uninitialized_buffer(&summary.qualname);
             model.learn_return(&summary.qualname, returns);
+            if let Some(elements) = tuple {
+                model.learn_tuple_return(&summary.qualname, elements);
+            }
             self.summary.functions.push(summary);
         }
     }
@@ -439,6 +448,25 @@ impl<'a> SummaryBuilder<'a> {
     pub(crate) fn returned(&mut self, model: &SemanticModel, value: Option<&Expr>) {
         if !self.returns_only {
             self.returned_values(model, value);
+        }
+        let elements: Option<Vec<Ty>> = match value {
+            Some(Expr::Tuple(tuple)) if !tuple.elts.iter().any(Expr::is_starred_expr) => {
+                Some(tuple.elts.iter().map(|element| model.ty(element)).collect())
+            }
+            _ => None,
+        };
+        if let Some(slot) = self.tuple_returns.last_mut() {
+            *slot = Some(match (slot.take(), elements) {
+                (None, elements) => elements,
+                (Some(Some(previous)), Some(elements)) if previous.len() == elements.len() => Some(
+                    previous
+                        .iter()
+                        .zip(elements)
+                        .map(|(a, b)| a.join(b))
+                        .collect(),
+                ),
+                _ => None,
+            });
         }
         let ty = value.map_or(Ty::Host, |value| model.ty(value));
         if let Some(slot) = self.return_types.last_mut() {
