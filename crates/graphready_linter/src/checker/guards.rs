@@ -109,14 +109,18 @@ pub fn is_lazy_early_return(
     })
 }
 
-/// A debug switch: a name or attribute that says `debug` (`DEBUG`, `self.debug_mode`,
-/// `envs.SGLANG_DEBUG_MEMORY_POOL`), its `.get()`, or an environment variable read whose key
-/// says it (`get_bool_env_var("SGLANG_DEBUG_MEMORY_POOL")`, `os.getenv("MY_DEBUG")`).
+/// A debug switch: a name or attribute that says `debug` or `diagnostic` (`DEBUG`,
+/// `self.debug_mode`, `envs.SGLANG_DEBUG_MEMORY_POOL`), its `.get()`, a call without arguments
+/// of a function whose name says it (`diagnostics_enabled()`), or an environment variable read
+/// whose key says it (`get_bool_env_var("SGLANG_DEBUG_MEMORY_POOL")`, `os.getenv("MY_DEBUG")`).
 fn is_debug_switch(test: &Expr) -> bool {
     fn says_debug(name: &str) -> bool {
-        name.as_bytes()
-            .windows(5)
-            .any(|window| window.eq_ignore_ascii_case(b"debug"))
+        let says = |word: &[u8]| {
+            name.as_bytes()
+                .windows(word.len())
+                .any(|window| window.eq_ignore_ascii_case(word))
+        };
+        says(b"debug") || says(b"diagnostic")
     }
     match test {
         Expr::Name(name) => says_debug(name.id.as_str()),
@@ -126,6 +130,11 @@ fn is_debug_switch(test: &Expr) -> bool {
                 if matches!(attribute.attr.as_str(), "get" | "value") =>
             {
                 is_debug_switch(&attribute.value)
+            }
+            (func @ (Expr::Name(_) | Expr::Attribute(_)), None)
+                if call.arguments.keywords.is_empty() =>
+            {
+                last_segment(func).is_some_and(says_debug)
             }
             (func, Some(Expr::StringLiteral(key))) => {
                 let reads_env = last_segment(func).is_some_and(|name| {
