@@ -36,12 +36,22 @@ pub fn host_named(name: &str) -> bool {
         || has(name, b"_host_")
 }
 
+/// An attribute named `np` or `cpu` read as data, not called: the host halves of a buffer kept
+/// on both sides (vLLM's `CpuGpuBuffer`: `self.query_start_loc.np[i]`, `self.input_ids.cpu[:n]`).
+/// Read as data, `x.cpu` cannot be the tensor method, which is only ever called.
+pub fn is_host_half(attribute: &str) -> bool {
+    matches!(attribute, "np" | "cpu")
+}
+
 /// Whether an expression's name says it lives on the host: a name, an attribute, or a subscript
-/// of one (`seq_lens_cpu`, `self.positions_np`, `batch.seq_lens_cpu[:n]`).
+/// of one (`seq_lens_cpu`, `self.positions_np`, `batch.seq_lens_cpu[:n]`), and the host halves
+/// of a buffer pair (`buf.np`, `buf.cpu`: see [`is_host_half`]).
 pub fn expr_host_named(expr: &Expr) -> bool {
     match expr {
         Expr::Name(name) => host_named(name.id.as_str()),
-        Expr::Attribute(attribute) => host_named(attribute.attr.id.as_str()),
+        Expr::Attribute(attribute) => {
+            host_named(attribute.attr.id.as_str()) || is_host_half(attribute.attr.id.as_str())
+        }
         Expr::Subscript(subscript) => expr_host_named(&subscript.value),
         _ => false,
     }

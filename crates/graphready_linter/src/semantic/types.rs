@@ -654,7 +654,8 @@ impl<'a> SemanticModel<'a> {
                 other => other.map_or(Ty::Unknown, Ty::from),
             },
             Ty::Array => Ty::Array,
-            Ty::Unknown if host_named(attr) => Ty::CpuTensor,
+            Ty::Unknown if attr == "np" => Ty::Array,
+            Ty::Unknown if host_named(attr) || super::syntax::is_host_half(attr) => Ty::CpuTensor,
             Ty::Unknown if self.qualified_name(&attribute.value).is_none() => {
                 // Host metadata whatever the receiver is.
                 match attr {
