@@ -64,11 +64,13 @@ pub fn is_lazy_init(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
 }
 
 /// A memoised initialisation written as an early return: `if self.t is not None: return ...`
-/// (or `if hasattr(self, "t"): return ...`) followed by code that sets `self.t`, on a class that
-/// lasts. The code after it runs once, in the warm-up.
+/// (or `if hasattr(self, "t"): return ...`, or the cache read into a local just before: `t =
+/// self.t` then `if t is not None: return t`) followed by code that sets `self.t`, on a class
+/// that lasts. The code after it runs once, in the warm-up.
 pub fn is_lazy_early_return(
     model: &SemanticModel,
     if_stmt: &ast::StmtIf,
+    previous: Option<&ast::Stmt>,
     rest: &[ast::Stmt],
 ) -> bool {
     if !if_stmt.elif_else_clauses.is_empty()
@@ -81,7 +83,20 @@ pub fn is_lazy_early_return(
             if matches!(&*compare.ops, [ast::CmpOp::IsNot])
                 && matches!(&compare.comparators[0], Expr::NoneLiteral(_)) =>
         {
-            match &*compare.left {
+            let tested = match &*compare.left {
+                // The local the statement just before read the cache into.
+                Expr::Name(local) => match previous {
+                    Some(ast::Stmt::Assign(assign))
+                        if matches!(assign.targets.as_slice(),
+                            [Expr::Name(target)] if target.id == local.id) =>
+                    {
+                        &*assign.value
+                    }
+                    _ => return false,
+                },
+                other => other,
+            };
+            match tested {
                 Expr::Attribute(attribute) => match &*attribute.value {
                     Expr::Name(receiver) => (receiver.id.as_str(), attribute.attr.as_str()),
                     _ => return false,

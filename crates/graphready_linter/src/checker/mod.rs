@@ -289,7 +289,12 @@ impl<'a> Checker<'a> {
                 if if_stmt.elif_else_clauses.is_empty()
                     && body_always_exits(&if_stmt.body)
                     && (guards::safe_when(&self.model, self.settings, &if_stmt.test, true)
-                        || guards::is_lazy_early_return(&self.model, if_stmt, &body[i + 1..]))
+                        || guards::is_lazy_early_return(
+                            &self.model,
+                            if_stmt,
+                            i.checked_sub(1).map(|j| &body[j]),
+                            &body[i + 1..],
+                        ))
                 {
                     self.safe_depth += 1;
                 }
