@@ -317,16 +317,20 @@ fn phase1(
 ) {
     let started = Instant::now();
     let declared = std::sync::Mutex::new(FieldTally::default());
+    // What the scan read, by candidate: the check below reads no file twice.
+    let read = std::sync::Mutex::new(Vec::new());
     let mut candidates = Vec::new();
     let mut discovered = Duration::ZERO;
     rayon::scope(|scope| {
         let declared = &declared;
+        let read = &read;
         let mut packages = PackageCache::default();
         let mut seen = rustc_hash::FxHashSet::default();
         discover(&mut |file: SourceFile| {
             if !seen.insert(file.path.clone()) {
                 return;
             }
+            let index = candidates.len();
             let path = file.path.clone();
             candidates.push(Candidate {
                 module: packages.module_of(&file.path),
@@ -342,6 +346,14 @@ fn phase1(
                         declared.on_device.extend(fields.1);
                     }
                 }
+                let source = if worth_checking(&path, &bytes) {
+                    Preread::Source(bytes)
+                } else {
+                    Preread::Skip
+                };
+                if let Ok(mut read) = read.lock() {
+                    read.push((index, source));
+                }
             });
         });
         discovered = started.elapsed();
@@ -351,11 +363,18 @@ fn phase1(
         host_fields: non_empty(&host_fields),
         ..ProjectFacts::default()
     };
-    let outcomes = candidates
-        .par_iter()
+    let mut sources: Vec<Preread> = candidates.iter().map(|_| Preread::Unread).collect();
+    for (index, source) in read.into_inner().unwrap_or_default() {
+        sources[index] = source;
+    }
+    let outcomes = sources
+        .into_par_iter()
+        .zip(candidates.par_iter())
         .enumerate()
         .with_max_len(1)
-        .filter_map(|(index, candidate)| check_file(index, candidate, options, facts, None, true))
+        .filter_map(|(index, (source, candidate))| {
+            check_file(index, candidate, options, facts, None, true, source)
+        })
         .collect();
     (candidates, outcomes, discovered, host_fields)
 }
@@ -464,8 +483,16 @@ fn phase3(
                 host_fields: non_empty(&external.host_fields),
                 attribute_types: Some(&attribute_types),
             };
-            check_file(c, &candidates[c], options, facts, only.as_ref(), false)
-                .map(|outcome| (i, outcome))
+            check_file(
+                c,
+                &candidates[c],
+                options,
+                facts,
+                only.as_ref(),
+                false,
+                Preread::Unread,
+            )
+            .map(|outcome| (i, outcome))
         })
         .collect();
     let count = redone.len();
@@ -507,8 +534,27 @@ fn file_rules(options: &Options, file: &SourceFile) -> RuleSet {
     rules
 }
 
-/// Reads and checks one file. `None` for a file that never mentions `torch`. Without
-/// `summarise` (phase 3), the outcome's summary is empty.
+/// A file's content as phase 1's scan left it.
+enum Preread {
+    /// Read, and worth checking.
+    Source(Vec<u8>),
+    /// Read, and not worth checking (see [`worth_checking`]).
+    Skip,
+    /// Not read (an error, reported when the check reads it again).
+    Unread,
+}
+
+/// Files that never mention `torch` hold no hazard; package `__init__.py` files still count,
+/// for the re-exports the call graph follows through them, and so do processors that declare
+/// fields kept on the host, for the modules that read them.
+fn worth_checking(path: &Path, bytes: &[u8]) -> bool {
+    path.file_name().is_some_and(|name| name == "__init__.py")
+        || crate::mentions_torch(bytes)
+        || memchr::memmem::find(bytes, b"keep_on_cpu").is_some()
+}
+
+/// Reads (unless `source` holds what an earlier read found) and checks one file. `None` for a
+/// file not worth checking. Without `summarise` (phase 3), the outcome's summary is empty.
 fn check_file(
     index: usize,
     candidate: &Candidate,
@@ -516,6 +562,7 @@ fn check_file(
     facts: ProjectFacts,
     only: Option<&rustc_hash::FxHashSet<String>>,
     summarise: bool,
+    source: Preread,
 ) -> Option<Outcome> {
     let path = display_path(&candidate.file.path);
     let unreadable = |message: String| Outcome {
@@ -529,24 +576,15 @@ fn check_file(
         used: Vec::new(),
         bytes: 0,
     };
-    let bytes = match options.read(&candidate.file.path) {
-        Ok(bytes) => bytes,
-        Err(err) => return Some(unreadable(format!("file could not be read: {err}"))),
+    let bytes = match source {
+        Preread::Source(bytes) => bytes,
+        Preread::Skip => return None,
+        Preread::Unread => match options.read(&candidate.file.path) {
+            Ok(bytes) if worth_checking(&candidate.file.path, &bytes) => bytes,
+            Ok(_) => return None,
+            Err(err) => return Some(unreadable(format!("file could not be read: {err}"))),
+        },
     };
-    // Files that never mention `torch` hold no hazard; package `__init__.py` files still count,
-    // for the re-exports the call graph follows through them, and so do processors that declare
-    // fields kept on the host, for the modules that read them.
-    let is_init = candidate
-        .file
-        .path
-        .file_name()
-        .is_some_and(|name| name == "__init__.py");
-    if !is_init
-        && !crate::mentions_torch(&bytes)
-        && memchr::memmem::find(&bytes, b"keep_on_cpu").is_none()
-    {
-        return None;
-    }
     let source = match String::from_utf8(bytes) {
         Ok(source) => source,
         Err(err) => {
