@@ -300,10 +300,11 @@ pub fn check(
     }
 }
 
-/// Phase 1: every file on its own. While discovery runs, the files that declare input fields
-/// (vLLM's multimodal processors) are read for the fields they keep on the host; then every
-/// file is checked knowing them, so that a model reads a field its processor in another module
-/// keeps on the host as a host tensor, and passes it on as one. Returns the candidates in
+/// Phase 1: every file on its own. While discovery runs, every file is read, and those that
+/// declare input fields (vLLM's multimodal processors) are scanned for the fields they keep on
+/// the host; then every file worth checking is checked from what was read, knowing them, so
+/// that a model reads a field its processor in another module keeps on the host as a host
+/// tensor, and passes it on as one. Returns the candidates in
 /// discovery order, the outcomes (files that never mention `torch` have none), the discovery
 /// time and the project's host-resident fields.
 fn phase1(
