@@ -578,24 +578,22 @@ impl<'a> SummaryBuilder<'a> {
         if !matches!(&*attribute.value, Expr::Name(receiver) if receiver.id.as_str() == self_name) {
             return false;
         }
-        self.summary
-            .classes
-            .iter()
-            .find(|c| c.name == class)
-            .is_some_and(|c| {
-                c.fields.iter().any(|(field, path)| {
-                    field == attribute.attr.id.as_str() && !path.steps.is_empty()
-                })
-            })
+        self.own_class(class).is_some_and(|c| {
+            c.fields
+                .iter()
+                .any(|(field, path)| field == attribute.attr.id.as_str() && !path.steps.is_empty())
+        })
     }
 
     fn class_instances(&self, class: &str, attribute: &str) -> Vec<Ref> {
-        self.summary
-            .classes
-            .iter()
-            .find(|c| c.name == class)
+        self.own_class(class)
             .and_then(|c| c.attributes.get(attribute).cloned())
             .unwrap_or_default()
+    }
+
+    /// A class of this module summarised so far, by its qualified name inside the module.
+    fn own_class(&self, class: &str) -> Option<&super::ClassSummary> {
+        self.summary.classes.iter().find(|c| c.name == class)
     }
 
     /// Whether a `with` item opens a CUDA graph capture.
