@@ -464,6 +464,16 @@ impl<'a> SemanticModel<'a> {
                 }
             }
         }
+        // `mask = None` in one branch of `if`/`else` marks the absence of the value another
+        // branch binds: the binding is read in source order, so `None` would otherwise erase what
+        // the name holds wherever it is a value (`masks_cpu = x >= 0; if n == 0: masks_cpu =
+        // None`, then `masks_cpu[...]` further down).
+        if let (Expr::Name(name), Expr::NoneLiteral(_)) = (target, value) {
+            if matches!(self.lookup(name.id.as_str()), Some(Binding::Value(ty)) if *ty != Ty::Unknown)
+            {
+                return;
+            }
+        }
         let ty = self.ty(value);
         self.bind_target(target, ty);
         if let Expr::Name(name) = target {
