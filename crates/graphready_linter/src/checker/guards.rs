@@ -166,6 +166,41 @@ fn is_debug_switch(test: &Expr) -> bool {
     }
 }
 
+/// A warning or an error being reported: `logger.warning(...)`, `logger.error(...)`,
+/// `logger.exception(...)`, `logger.critical(...)`, `logger.warning_once(...)` or
+/// `warnings.warn(...)`. Its arguments are formatted when something unusual happened (a metadata
+/// mismatch before a fallback, a tracing switch), not in the step every call makes, so what they
+/// read on the host is not reported. Debug and info logging stays checked: their arguments are
+/// evaluated on every call, whatever the level.
+pub fn reports_anomaly(model: &SemanticModel, call: &ast::ExprCall) -> bool {
+    let Expr::Attribute(attribute) = &*call.func else {
+        return false;
+    };
+    let method = attribute.attr.as_str();
+    if method == "warn" && model.qualified_name(&call.func).as_deref() == Some("warnings.warn") {
+        return true;
+    }
+    matches!(
+        method,
+        "warning" | "warn" | "error" | "exception" | "critical" | "fatal" | "warning_once"
+    ) && is_logger(model, &attribute.value)
+}
+
+/// Whether an expression is a logger: the `logging` module, or a name or attribute that says so
+/// (`logger`, `self._logger`, `log`).
+pub fn is_logger(model: &SemanticModel, receiver: &Expr) -> bool {
+    if let Some(qualified) = model.qualified_name(receiver) {
+        return &*qualified == "logging";
+    }
+    let name = match receiver {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+        _ => return false,
+    };
+    let lower = name.to_ascii_lowercase();
+    lower == "log" || lower.ends_with("logger") || lower == "_log"
+}
+
 /// A platform test for a device other than a CUDA (or ROCm) GPU: `current_platform.is_xpu()`,
 /// `is_npu()`, a module flag `_is_cpu`, `platform.is_tpu`. Code under it never runs where CUDA
 /// graphs are captured (a CPU tensor's `x.is_cpu` says the same of the data).

@@ -615,13 +615,18 @@ impl<'a> Visitor<'a> for Checker<'a> {
             }
             _ => {}
         }
+        let mut anomaly = false;
         if let Expr::Call(call) = expr {
             let in_captured_code = self.in_captured_code();
             self.summary.call(&self.model, call, in_captured_code);
             self.model.learn_record_fields(call);
+            // A warning's arguments are read when something unusual happened.
+            anomaly = guards::reports_anomaly(&self.model, call);
         }
+        self.safe_depth += u32::from(anomaly);
         visitor::walk_expr(self, expr);
         rules::expression(self, expr);
+        self.safe_depth -= u32::from(anomaly);
     }
 
     /// An exception handler is a recovery path (an out-of-memory fallback, a kernel that failed

@@ -1,3 +1,4 @@
+use crate::checker::guards::is_logger;
 use crate::checker::Checker;
 use crate::declare_violation;
 use crate::rules::{builtin_call, method_call};
@@ -15,6 +16,10 @@ declare_violation! {
     /// stream: illegal inside a CUDA graph capture, and a stall in every step outside it. A
     /// logging call does this whenever its level is enabled, so turning on debug logging breaks
     /// capture.
+    ///
+    /// Warnings and errors (`logger.warning(...)`, `logger.error(...)`, `warnings.warn(...)`) are
+    /// not reported, nor anything their arguments read: they are formatted when something unusual
+    /// happened, not in the step every call makes.
     ///
     /// ## Example
     /// ```python
@@ -81,19 +86,6 @@ pub(crate) const LOG_METHODS: &[&str] = &[
     "debug_once",
 ];
 
-fn is_logger(checker: &Checker, receiver: &Expr) -> bool {
-    if let Some(qualified) = checker.model.qualified_name(receiver) {
-        return &*qualified == "logging";
-    }
-    let name = match receiver {
-        Expr::Name(name) => name.id.as_str(),
-        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
-        _ => return false,
-    };
-    let lower = name.to_ascii_lowercase();
-    lower == "log" || lower.ends_with("logger") || lower == "_log"
-}
-
 /// `print(t)`, `str(t)`, `repr(t)`, `"...".format(t)`, `logger.info(..., t)`.
 fn formatting_call(checker: &mut Checker, call: &ast::ExprCall) {
     let how = match builtin_call(checker, call) {
@@ -104,7 +96,7 @@ fn formatting_call(checker: &mut Checker, call: &ast::ExprCall) {
         None => match method_call(call) {
             Some(("format", Expr::StringLiteral(_))) => "`str.format()`",
             Some((method, receiver))
-                if LOG_METHODS.contains(&method) && is_logger(checker, receiver) =>
+                if LOG_METHODS.contains(&method) && is_logger(&checker.model, receiver) =>
             {
                 "a logging call"
             }
