@@ -63,6 +63,99 @@ pub fn is_lazy_init(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
     assigned_targets(&if_stmt.body).any(|target| ComparableExpr::from(target) == missing)
 }
 
+/// A guard that converges: its body brings the tested attribute of `self` to where the test no
+/// longer holds, so after the first calls (the warm-up) it stops running.
+/// - Grow-only: `if n > self.max_size: self.max_size = n; ...` (any of `<`, `<=`, `>`, `>=`,
+///   `self.<x>` on either side, the body setting `self.<x>`, and no other method setting it
+///   outside `__init__`): the body runs only for a size never seen before.
+/// - Self-healing: `if self.bands.dtype != torch.float32: self.reset_bands()` (or `.device`),
+///   the body setting `self.<x>` again, directly, through `register_buffer`, or through a method
+///   of the class that sets it.
+///
+/// On a class that lasts (not a record, not reset to `None` every step).
+pub fn is_converging<'s>(model: &SemanticModel, if_stmt: &'s ast::StmtIf) -> bool {
+    let Expr::Compare(compare) = &*if_stmt.test else {
+        return false;
+    };
+    let ([op], [right]) = (&*compare.ops, &*compare.comparators) else {
+        return false;
+    };
+    let Some(self_name) = model.self_name() else {
+        return false;
+    };
+    fn attribute_of<'e>(expr: &'e Expr, receiver: &str) -> Option<&'e str> {
+        match expr {
+            Expr::Attribute(attribute) if matches!(&*attribute.value, Expr::Name(r) if r.id.as_str() == receiver) => {
+                Some(attribute.attr.as_str())
+            }
+            _ => None,
+        }
+    }
+    let self_attribute = |expr: &'s Expr| attribute_of(expr, self_name);
+    let left = &*compare.left;
+    let grows = matches!(
+        op,
+        ast::CmpOp::Lt | ast::CmpOp::LtE | ast::CmpOp::Gt | ast::CmpOp::GtE
+    );
+    let attribute = match op {
+        _ if grows => self_attribute(left).or_else(|| self_attribute(right)),
+        ast::CmpOp::NotEq => {
+            let placement = |expr: &'s Expr| match expr {
+                Expr::Attribute(attribute)
+                    if matches!(attribute.attr.as_str(), "dtype" | "device") =>
+                {
+                    self_attribute(&attribute.value)
+                }
+                _ => None,
+            };
+            placement(left).or_else(|| placement(right))
+        }
+        _ => None,
+    };
+    let Some(attribute) = attribute else {
+        return false;
+    };
+    if !model.is_lasting_self_attribute(self_name, attribute) {
+        return false;
+    }
+    if grows {
+        // Grow-only: nothing else sets the bound (dynamic RoPE's reset to the original length
+        // lowers it again, and the growth then runs again).
+        let here = if_stmt
+            .body
+            .iter()
+            .filter(|stmt| match stmt {
+                ast::Stmt::Assign(assign) => assign
+                    .targets
+                    .iter()
+                    .any(|target| self_attribute(target) == Some(attribute)),
+                ast::Stmt::AnnAssign(assign) => self_attribute(&assign.target) == Some(attribute),
+                _ => false,
+            })
+            .count();
+        if model.self_setter_count(attribute) > here {
+            return false;
+        }
+    }
+    if_stmt.body.iter().any(|stmt| match stmt {
+        ast::Stmt::Assign(assign) => assign
+            .targets
+            .iter()
+            .any(|target| self_attribute(target) == Some(attribute)),
+        ast::Stmt::AugAssign(assign) => self_attribute(&assign.target) == Some(attribute),
+        ast::Stmt::Expr(ast::StmtExpr { value, .. }) => match &**value {
+            Expr::Call(call) => match self_attribute(&call.func) {
+                Some("register_buffer") => matches!(call.arguments.args.first(),
+                    Some(Expr::StringLiteral(key)) if key.value.to_str() == attribute),
+                Some(method) => model.self_method_sets(method, attribute),
+                None => false,
+            },
+            _ => false,
+        },
+        _ => false,
+    })
+}
+
 /// A memoised initialisation written as an early return: `if self.t is not None: return ...`
 /// (or `if hasattr(self, "t"): return ...`, or the cache read into a local just before: `t =
 /// self.t` then `if t is not None: return t`) followed by code that sets `self.t`, on a class

@@ -317,7 +317,8 @@ impl<'a> Checker<'a> {
         self.visit_expr(&if_stmt.test);
         self.truth_test(&if_stmt.test);
         let body_safe = guards::safe_when(&self.model, self.settings, &if_stmt.test, false)
-            || guards::is_lazy_init(&self.model, if_stmt);
+            || guards::is_lazy_init(&self.model, if_stmt)
+            || guards::is_converging(&self.model, if_stmt);
         // Each later clause sees the names as they were before the statement, not as an earlier
         // clause bound them (`if isinstance(x, Tensor): x = x.tolist() else: ... x ...`).
         let branches = !if_stmt.elif_else_clauses.is_empty();

@@ -55,8 +55,11 @@ impl<'a> SemanticModel<'a> {
                     collect_self_assignments(&method.body, self_name, &mut assignments);
                     let resets = method.name.id.as_str() != "__init__";
                     for (name, value) in assignments {
-                        if resets && matches!(value, Some(Expr::NoneLiteral(_))) {
-                            info.resets.push(name);
+                        if resets {
+                            if matches!(value, Some(Expr::NoneLiteral(_))) {
+                                info.resets.push(name);
+                            }
+                            info.setters.push((method.name.id.as_str(), name));
                         }
                         if let Some(held) = value.and_then(constructed_class) {
                             info.instances

@@ -49,6 +49,9 @@ pub struct ClassInfo<'a> {
     pub module: bool,
     /// Attributes set back to `None` outside `__init__` (a cache reset every step).
     pub resets: Vec<&'a str>,
+    /// `(method, attribute)` for each assignment to an attribute in a method other than
+    /// `__init__`.
+    pub setters: Vec<(&'a str, &'a str)>,
     /// A `@dataclass`: a record, made anew as data flows (a batch, a step's metadata), so that
     /// a cache on one of its instances is made again for every record.
     pub record: bool,
@@ -509,6 +512,31 @@ impl<'a> SemanticModel<'a> {
             .last()
             .is_some_and(|scope| scope.parameters.contains(name))
             && matches!(self.lookup(name), Some(Binding::Value(_)))
+    }
+
+    /// Whether the method `method` of the class being visited (not its `__init__`) sets
+    /// `self.<attribute>`.
+    pub fn self_method_sets(&self, method: &str, attribute: &str) -> bool {
+        self.self_class().is_some_and(|(class, _)| {
+            self.classes.get(class).is_some_and(|info| {
+                info.setters
+                    .iter()
+                    .any(|&(m, a)| m == method && a == attribute)
+            })
+        })
+    }
+
+    /// How many assignments to `self.<attribute>` the methods of the class being visited make
+    /// outside `__init__` (`register_buffer` included).
+    pub fn self_setter_count(&self, attribute: &str) -> usize {
+        self.self_class()
+            .and_then(|(class, _)| self.classes.get(class))
+            .map_or(0, |info| {
+                info.setters
+                    .iter()
+                    .filter(|&&(_, a)| a == attribute)
+                    .count()
+            })
     }
 
     /// The `self` parameter's name when a method of a class is being visited.
