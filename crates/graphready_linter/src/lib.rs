@@ -174,18 +174,35 @@ pub(crate) fn field_declarations(bytes: &[u8]) -> Option<(Vec<String>, Vec<Strin
 /// Whether a module's dotted name (or, outside a package, its file name) says it serves a
 /// device without CUDA graphs: a package or a word of the module's name is `npu`, `xpu`, `tpu`,
 /// `hpu`, `mps`, `mlx`, `ascend` or `neuron` (`srt.hardware_backend.npu.attention...`,
-/// `punica_xpu`, `tpu_model_runner`). `cpu` is not one of them: `kv_offload.cpu` is CUDA code
-/// that offloads to the host. Folders above the package are the user's and do not count.
+/// `punica_xpu`, `tpu_model_runner`), or names the CPU as the device that computes: `cpu` or
+/// `amx` (Intel's CPU matrix extensions) in a module that says nothing of moving data between
+/// the host and a GPU (`cpu_attn`, `mla.cpu_mla`, `worker.cpu_model_runner`,
+/// `intel_amx_backend`). `kv_offload.cpu.manager`, `cpu_gpu_buffer` and `swap_to_cpu` serve a
+/// GPU engine: a word `offload`, `swap`, `gpu`, `cuda`, `host` or `pinned` keeps them. Folders
+/// above the package are the user's and do not count.
 fn other_platform(module: &str) -> bool {
-    module
-        .strip_suffix(".py")
-        .unwrap_or(module)
-        .split(['.', '_', '-'])
-        .any(|word| {
-            let word = word.to_ascii_lowercase();
-            matches!(word.as_str(), "mlx" | "ascend" | "neuron")
-                || util::NO_CUDA_GRAPH_DEVICES.contains(&word.as_str())
-        })
+    let words = || {
+        module
+            .strip_suffix(".py")
+            .unwrap_or(module)
+            .split(['.', '_', '-'])
+    };
+    let mut cpu = false;
+    for word in words() {
+        let word = word.to_ascii_lowercase();
+        if matches!(word.as_str(), "mlx" | "ascend" | "neuron")
+            || util::NO_CUDA_GRAPH_DEVICES.contains(&word.as_str())
+        {
+            return true;
+        }
+        cpu |= matches!(word.as_str(), "cpu" | "amx");
+    }
+    cpu && !words().any(|word| {
+        matches!(
+            word.to_ascii_lowercase().as_str(),
+            "offload" | "offloading" | "swap" | "gpu" | "cuda" | "host" | "pinned"
+        )
+    })
 }
 
 /// Locates the raw findings in the source and applies the suppression comments: the findings
@@ -305,11 +322,19 @@ mod tests {
             "vllm.v1.worker.tpu_model_runner",
             "pkg.mlx.tp_worker",
             "xpu_ops.py",
+            "vllm.v1.attention.backends.cpu_attn",
+            "vllm.v1.attention.backends.mla.amx_mla",
+            "vllm.models.deepseek_v4.cpu.model",
+            "sglang.srt.layers.attention.intel_amx_backend",
         ] {
             assert!(other_platform(module), "{module}");
         }
         for module in [
             "vllm.v1.kv_offload.cpu.manager",
+            "vllm.v1.kv_offload.cpu.gpu_worker",
+            "pkg.cpu_gpu_buffer",
+            "pkg.swap_to_cpu",
+            "pkg.examples",
             "vllm.v1.attention.backends.flash_attn",
             "pkg.input_processor",
             "pkg.snpu",
