@@ -321,10 +321,15 @@ impl<'a> Checker<'a> {
             || guards::is_converging(&self.model, if_stmt);
         // Each later clause sees the names as they were before the statement, not as an earlier
         // clause bound them (`if isinstance(x, Tensor): x = x.tolist() else: ... x ...`).
-        let branches = !if_stmt.elif_else_clauses.is_empty();
+        // `if isinstance(x, (int, float)):` makes `x` a host value in the body only.
+        let narrowing = self.model.isinstance_narrowing(&if_stmt.test);
+        let branches = !if_stmt.elif_else_clauses.is_empty() || narrowing.is_some();
         if branches {
             self.model.begin_clauses();
             self.model.enter_branch();
+        }
+        if let Some((name, ty)) = narrowing {
+            self.model.narrow(name, ty);
         }
         self.visit_guarded(body_safe, &if_stmt.body);
         if branches {
@@ -341,6 +346,9 @@ impl<'a> Checker<'a> {
                 Some(test) => {
                     self.visit_expr(test);
                     self.truth_test(test);
+                    if let Some((name, ty)) = self.model.isinstance_narrowing(test) {
+                        self.model.narrow(name, ty);
+                    }
                     let clause_safe = guards::safe_when(&self.model, self.settings, test, false);
                     self.visit_guarded(clause_safe, &clause.body);
                     earlier_false_safe = earlier_false_safe

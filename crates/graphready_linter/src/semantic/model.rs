@@ -68,6 +68,9 @@ pub struct SemanticModel<'a> {
     /// The clauses of `if` statements being visited, innermost last: the scope depth where each
     /// began, and the values its bindings replaced (to undo before the next clause).
     branches: Vec<(usize, UndoLog<'a>)>,
+    /// Names an `isinstance` test narrowed in the clause being visited: (how many clauses were
+    /// open, the name, its narrowed type).
+    narrowed: Vec<(usize, &'a str, Ty)>,
     /// Per `if` statement being visited, what its finished clauses bound, in order.
     clause_results: Vec<Vec<(&'a str, Binding)>>,
     /// Every name any import bound: a name outside this set never roots a qualified name, which
@@ -107,6 +110,7 @@ impl<'a> SemanticModel<'a> {
             scopes: vec![Scope::default()],
             spare_scopes: Vec::new(),
             branches: Vec::new(),
+            narrowed: Vec::new(),
             clause_results: Vec::new(),
             import_names: FxHashSet::default(),
             host_fields: FxHashSet::default(),
@@ -206,6 +210,14 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
+    /// Narrows a name in the clause being visited (`if isinstance(x, (int, float)):`): bound
+    /// like an assignment there, but not what the name holds after the statement, unless the
+    /// clause binds it again.
+    pub fn narrow(&mut self, name: &'a str, ty: Ty) {
+        self.bind(name, ty);
+        self.narrowed.push((self.branches.len(), name, ty));
+    }
+
     /// Starts an `if` statement with several clauses (see [`Self::enter_branch`]).
     pub fn begin_clauses(&mut self) {
         self.clause_results.push(Vec::new());
@@ -234,10 +246,19 @@ impl<'a> SemanticModel<'a> {
     /// Ends a clause: undoes its bindings and keeps their final values for
     /// [`Self::end_clauses`].
     pub fn leave_branch(&mut self) {
+        let open = self.branches.len();
         let Some((depth, undo)) = self.branches.pop() else {
             return;
         };
         self.invalidate();
+        let mut narrowed = Vec::new();
+        while let Some(&(level, name, ty)) = self.narrowed.last() {
+            if level < open {
+                break;
+            }
+            narrowed.push((name, ty));
+            self.narrowed.pop();
+        }
         let mut made: Vec<(&'a str, Binding)> = Vec::new();
         let Some(scope) = self.scopes.get_mut(depth.wrapping_sub(1)) else {
             return;
@@ -249,7 +270,9 @@ impl<'a> SemanticModel<'a> {
                 None => scope.bindings.remove(name),
             };
             if let Some(now) = now {
-                if !made.iter().any(|(n, _)| *n == name) {
+                let narrowing = matches!(now, Binding::Value(ty)
+                    if narrowed.iter().any(|&(n, narrowed)| n == name && narrowed == ty));
+                if !narrowing && !made.iter().any(|(n, _)| *n == name) {
                     made.push((name, now));
                 }
             }

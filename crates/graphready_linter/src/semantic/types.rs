@@ -370,6 +370,64 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
+    /// What an `isinstance` test that passed says of a name: `isinstance(x, (int, float))`
+    /// makes `x` a host value (a number, a string, a container: `int`, `float`, `bool`, `str`,
+    /// `bytes`, `list`, `tuple`, `dict`, `set`, `numbers.Number` and its kinds),
+    /// `isinstance(x, np.ndarray)` a NumPy array. Anything else (a tensor class among the
+    /// types) says nothing, nor does a test of a name already known to hold host data.
+    pub fn isinstance_narrowing(&self, test: &'a Expr) -> Option<(&'a str, Ty)> {
+        let Expr::Call(call) = test else {
+            return None;
+        };
+        let (Expr::Name(function), [Expr::Name(subject), types]) =
+            (&*call.func, &*call.arguments.args)
+        else {
+            return None;
+        };
+        if function.id.as_str() != "isinstance" || !call.arguments.keywords.is_empty() {
+            return None;
+        }
+        let types: &[Expr] = match types {
+            Expr::Tuple(tuple) => &tuple.elts,
+            single => std::slice::from_ref(single),
+        };
+        let kind = |ty: &Expr| -> Option<Ty> {
+            if let Some(qualified) = self.qualified_name(ty) {
+                return match &*qualified {
+                    "numpy.ndarray" | "numpy.generic" | "numpy.number" | "numpy.integer" => {
+                        Some(Ty::Array)
+                    }
+                    "numbers.Number" | "numbers.Integral" | "numbers.Real" | "numbers.Complex" => {
+                        Some(Ty::Host)
+                    }
+                    _ => None,
+                };
+            }
+            match ty {
+                Expr::Name(name) => matches!(
+                    name.id.as_str(),
+                    "int" | "float" | "bool" | "str" | "bytes" | "list" | "tuple" | "dict" | "set"
+                )
+                .then_some(Ty::Host),
+                _ => None,
+            }
+        };
+        let mut narrowed: Option<Ty> = None;
+        for ty in types {
+            let ty = kind(ty)?;
+            narrowed = Some(match narrowed {
+                None => ty,
+                Some(previous) if previous == ty => ty,
+                Some(_) => return None,
+            });
+        }
+        // A host type the name already has says more (a list of host lists).
+        if self.ty(&call.arguments.args[0]).is_host() {
+            return None;
+        }
+        Some((subject.id.as_str(), narrowed?))
+    }
+
     /// What an assertion that passed says of the data: `assert x.is_cpu`,
     /// `assert x.device.type == "cpu"` and `assert not x.is_cuda` leave `x` (a name or an
     /// attribute path) a host tensor from here on; `and` asserts each operand.
