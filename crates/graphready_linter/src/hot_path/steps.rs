@@ -31,6 +31,9 @@ const STEP_WORDS: &[&str] = &[
 /// Words in a function's name that say it runs once, not every step.
 const SET_UP_WORDS: &[&str] = &[
     "warmup",
+    "tune",
+    "tuning",
+    "autotune",
     "capture",
     "profile",
     "profiling",
@@ -48,7 +51,8 @@ const SET_UP_WORDS: &[&str] = &[
 ];
 
 /// Whether a function's name says it is set-up or a measurement: `__init__`, `load_weights`,
-/// `_dummy_run`, `capture_model`, `warmup`, `warm_up`, `profile_run`.
+/// `_dummy_run`, `capture_model`, `warmup`, `warm_up`, `profile_run`, an autotuner's
+/// `_tune_workload`.
 pub(super) fn is_set_up(qualname: &str) -> bool {
     // A function nested in set-up is set-up too (`_dummy_run.run_once`).
     qualname.split('.').any(is_set_up_name)
@@ -78,19 +82,31 @@ fn is_set_up_name(name: &str) -> bool {
 }
 
 /// Whether a module is a measuring harness or an example rather than the engine: in a package
-/// `tests`, `benchmarks`, `examples` (or similar), or named `test_*`, `*_test`, `bench*`. Judged
-/// on the dotted module name, so that the folders above the project do not count.
+/// `tests`, `benchmarks`, `examples` (or similar), or named `test_*`, `*_test`, `bench*`; or
+/// start-up tuning, which times candidates in a loop before serving: a package `warmup`, or a
+/// module whose name has a word `warmup`, `autotune`, `autotuner` or `tuning`. Judged on the
+/// dotted module name, so that the folders above the project do not count.
 pub(super) fn is_harness_module(module: &str) -> bool {
     module.split('.').enumerate().any(|(i, part)| {
         let last = i == module.split('.').count() - 1;
         matches!(
             part,
-            "test" | "tests" | "testing" | "benchmark" | "benchmarks" | "bench" | "examples"
+            "test"
+                | "tests"
+                | "testing"
+                | "benchmark"
+                | "benchmarks"
+                | "bench"
+                | "examples"
+                | "warmup"
         ) || (last
             && (part.starts_with("test_")
                 || part.ends_with("_test")
                 || part == "conftest"
-                || part.starts_with("bench")))
+                || part.starts_with("bench")
+                || part
+                    .split('_')
+                    .any(|word| matches!(word, "warmup" | "autotune" | "autotuner" | "tuning"))))
     })
 }
 
@@ -305,6 +321,8 @@ mod tests {
             "ModelRunner.init_weight_updater",
             "Config.from_pretrained",
             "process_weights_after_loading",
+            "_tune_workload",
+            "install.tuning_forward",
         ] {
             assert!(is_set_up(name), "{name}");
         }
@@ -333,6 +351,9 @@ mod tests {
             "test_model",
             "model_test",
             "examples.offline",
+            "vllm.model_executor.warmup.kernel_warmup",
+            "sglang.multimodal_gen.runtime.layers.attention.autotune",
+            "pkg.moe_tuning",
         ] {
             assert!(is_harness_module(module), "{module}");
         }
@@ -340,6 +361,7 @@ mod tests {
             "vllm.v1.worker.gpu_model_runner",
             "sglang.srt.latest",
             "attest",
+            "pkg.fine_tuned_head",
         ] {
             assert!(!is_harness_module(module), "{module}");
         }
