@@ -31,13 +31,25 @@ pub(super) fn param_types(
     // callers pass (`forward(grid_thw)` -> `get_window_index(grid_thw)`).
     let mut base: FxHashMap<ParamKey, Option<Ty>> = FxHashMap::default();
     let mut pending: Vec<(ParamKey, ParamKey)> = Vec::new();
+    // Tensors the caller's own parameters are only by their annotation, passed on: device
+    // tensors unless the caller's callers pass host data (decided below).
+    let mut passed_on: Vec<(NodeId, bool, &ArgKey, ParamKey)> = Vec::new();
     for &caller in &callers {
         let sites = &index.function(caller).calls;
         for (site, callees) in sites.iter().zip(index.resolved_sites(caller)) {
             for &callee in callees.iter() {
                 let function = index.function(callee);
                 let bound = bound(&site.target);
-                record_tensors(function, callee, bound, &site.tensor_args, &mut out);
+                let (forwarded, tensors): (Vec<&ArgKey>, Vec<&ArgKey>) = site
+                    .tensor_args
+                    .iter()
+                    .partition(|arg| site.param_args.iter().any(|(passed, _)| passed == *arg));
+                for arg in forwarded {
+                    if let Some((_, name)) = site.param_args.iter().find(|(p, _)| p == arg) {
+                        passed_on.push((callee, bound, arg, (caller, &**name)));
+                    }
+                }
+                record_tensors(function, callee, bound, tensors, &mut out);
                 record_host(
                     function,
                     callee,
@@ -80,6 +92,11 @@ pub(super) fn param_types(
         decided = next;
         if settled {
             break;
+        }
+    }
+    for (callee, bound, arg, caller_param) in passed_on {
+        if !decided.get(&caller_param).is_some_and(|ty| ty.is_host()) {
+            record_tensors(index.function(callee), callee, bound, [arg], &mut out);
         }
     }
     for (module, summary) in index.modules().iter().enumerate() {
@@ -138,11 +155,11 @@ pub(super) fn param_of<'f>(
 
 /// Device tensors passed to parameters not annotated as tensors, which the function judges on
 /// the host (anything else changes nothing).
-fn record_tensors(
+fn record_tensors<'k>(
     function: &FunctionSummary,
     callee: NodeId,
     bound: bool,
-    args: &[ArgKey],
+    args: impl IntoIterator<Item = &'k ArgKey>,
     out: &mut FxHashMap<NodeId, Vec<(String, Ty)>>,
 ) {
     for arg in args {
