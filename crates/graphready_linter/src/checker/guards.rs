@@ -66,20 +66,15 @@ pub fn is_lazy_init(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
 /// A guard that converges: its body brings the tested attribute of `self` to where the test no
 /// longer holds, so after the first calls (the warm-up) it stops running.
 /// - Grow-only: `if n > self.max_size: self.max_size = n; ...` (any of `<`, `<=`, `>`, `>=`,
-///   `self.<x>` on either side, the body setting `self.<x>`, and no other method setting it
-///   outside `__init__`): the body runs only for a size never seen before.
+///   `self.<x>` or an element of it on either side, or an `or` of such tests of one bound; the
+///   body setting `self.<x>`, and no other method setting it outside `__init__`): the body runs
+///   only for a size never seen before.
 /// - Self-healing: `if self.bands.dtype != torch.float32: self.reset_bands()` (or `.device`),
 ///   the body setting `self.<x>` again, directly, through `register_buffer`, or through a method
 ///   of the class that sets it.
 ///
 /// On a class that lasts (not a record, not reset to `None` every step).
 pub fn is_converging<'s>(model: &SemanticModel, if_stmt: &'s ast::StmtIf) -> bool {
-    let Expr::Compare(compare) = &*if_stmt.test else {
-        return false;
-    };
-    let ([op], [right]) = (&*compare.ops, &*compare.comparators) else {
-        return false;
-    };
     let Some(self_name) = model.self_name() else {
         return false;
     };
@@ -92,27 +87,48 @@ pub fn is_converging<'s>(model: &SemanticModel, if_stmt: &'s ast::StmtIf) -> boo
         }
     }
     let self_attribute = |expr: &'s Expr| attribute_of(expr, self_name);
-    let left = &*compare.left;
-    let grows = matches!(
-        op,
-        ast::CmpOp::Lt | ast::CmpOp::LtE | ast::CmpOp::Gt | ast::CmpOp::GtE
-    );
-    let attribute = match op {
-        _ if grows => self_attribute(left).or_else(|| self_attribute(right)),
-        ast::CmpOp::NotEq => {
-            let placement = |expr: &'s Expr| match expr {
-                Expr::Attribute(attribute)
-                    if matches!(attribute.attr.as_str(), "dtype" | "device") =>
-                {
-                    self_attribute(&attribute.value)
-                }
-                _ => None,
-            };
-            placement(left).or_else(|| placement(right))
+    // A bound: `self.max_size`, or one of its elements (`self.max_size[0]`).
+    let bound = |expr: &'s Expr| match expr {
+        Expr::Subscript(subscript) => self_attribute(&subscript.value),
+        other => self_attribute(other),
+    };
+    let placement = |expr: &'s Expr| match expr {
+        Expr::Attribute(attribute) if matches!(attribute.attr.as_str(), "dtype" | "device") => {
+            self_attribute(&attribute.value)
         }
         _ => None,
     };
-    let Some(attribute) = attribute else {
+    // The attribute a comparison tests, and whether it is a bound (`<`, `>`, ...) rather than a
+    // placement (`!=` of `.dtype` or `.device`).
+    let tested = |compare: &'s ast::ExprCompare| -> Option<(bool, &'s str)> {
+        let ([op], [right]) = (&*compare.ops, &*compare.comparators) else {
+            return None;
+        };
+        let left = &*compare.left;
+        match op {
+            ast::CmpOp::Lt | ast::CmpOp::LtE | ast::CmpOp::Gt | ast::CmpOp::GtE => {
+                bound(left).or_else(|| bound(right)).map(|a| (true, a))
+            }
+            ast::CmpOp::NotEq => placement(left)
+                .or_else(|| placement(right))
+                .map(|a| (false, a)),
+            _ => None,
+        }
+    };
+    let found = match &*if_stmt.test {
+        Expr::Compare(compare) => tested(compare),
+        // `if h > self.max_size[0] or w > self.max_size[1]:`, every operand the same bound.
+        Expr::BoolOp(bool_op) if matches!(bool_op.op, ast::BoolOp::Or) => {
+            let mut operands = bool_op.values.iter().map(|value| match value {
+                Expr::Compare(compare) => tested(compare).filter(|&(grows, _)| grows),
+                _ => None,
+            });
+            let first = operands.next().flatten();
+            first.filter(|found| operands.all(|other| other == Some(*found)))
+        }
+        _ => None,
+    };
+    let Some((grows, attribute)) = found else {
         return false;
     };
     if !model.is_lasting_self_attribute(self_name, attribute) {
