@@ -34,7 +34,8 @@ pub struct Options {
     pub step_entry_points: Option<Vec<String>>,
     /// Eager breaks: functions the captured path does not descend into.
     pub eager: Option<Vec<String>>,
-    /// Whether every `forward` of an `nn.Module` subclass is an entry point (default true).
+    /// Whether `nn.Module` forwards are entry points (default true): those no other function
+    /// calls are captured; those only uncaptured code calls run on the host path.
     pub module_forwards: Option<bool>,
 }
 

@@ -8,8 +8,8 @@
 //! comprehension, processors appended to a `list` subclass, an attention function held in a
 //! local, kernels passed around as values (tuples, globals, a called parameter), a batch
 //! property whose read copies to the host, a sampler a state's hook returns in a tuple that the
-//! runner unpacks into its fields, and the set-up and harness code that must stay out of the
-//! default scope.
+//! runner unpacks into its fields, a vision tower only uncaptured code calls, and the set-up and
+//! harness code that must stay out of the default scope.
 
 use graphready_linter::project::{self, Options, Scope, SourceFile};
 use graphready_linter::{HotPathSettings, RuleSet, Settings};
@@ -347,6 +347,23 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "GR105",
                 "stall",
                 &["Scheduler.run", "Scheduler.init_request"],
+            ),
+            // A module forward that only uncaptured code calls (a vision tower run per request
+            // through a callback table) runs on the host path: its syncs are reported there, and
+            // the pinned allocation (line 13), illegal only while capturing, is not.
+            finding(
+                "engine/tower.py",
+                11,
+                "GR102",
+                "stall",
+                &["VisionTower.forward"],
+            ),
+            finding(
+                "engine/tower.py",
+                14,
+                "GR205",
+                "stall",
+                &["VisionTower.forward"],
             ),
         ]
     );

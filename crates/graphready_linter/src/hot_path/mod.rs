@@ -217,7 +217,14 @@ impl<'s> HotPath<'s> {
         let none = FxHashMap::default();
         search(&index, &explicit, &eager, &mut captured, &none);
         search(&index, &roots, &eager, &mut captured, &none);
-        search(&index, &inner, &eager, &mut captured, &none);
+        // A module forward that other functions call is captured when a captured function
+        // calls it. One that no captured function reaches (a vision tower its model runs per
+        // request, through a callback table; a sampler the runner calls after the graph) runs
+        // on the host path: eagerly, per step or per request.
+        let uncaptured: Vec<Entry> = inner
+            .into_iter()
+            .filter(|entry| !captured.contains_key(&entry.node))
+            .collect();
         // The per-step host path the code shows: drivers that run the model or replay a graph,
         // their callers, and the loops that call them.
         let found = steps::find(&index, &captured);
@@ -228,6 +235,7 @@ impl<'s> HotPath<'s> {
             .filter_map(|entry| Some((entry.node, entry.via?)))
             .collect();
         steps.extend(found.entries);
+        steps.extend(uncaptured);
         // Set-up and measuring harnesses run once, even when per-step code calls them.
         let mut breaks = eager.clone();
         breaks.extend(index.nodes().filter(|node| index.runs_once(*node)));
