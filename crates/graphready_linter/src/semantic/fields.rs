@@ -174,6 +174,60 @@ impl<'a> SemanticModel<'a> {
             },
             _ => return false,
         };
-        matches!(key, Expr::StringLiteral(key) if self.is_host_field(key.value.to_str()))
+        match key {
+            Expr::StringLiteral(key) => self.is_host_field(key.value.to_str()),
+            // `mm_kwargs[f"{modality}_grid_thw"]`, or through a local bound to the f-string.
+            Expr::FString(_) => {
+                key_pattern(key).is_some_and(|(pre, post)| self.every_field_host(&pre, &post))
+            }
+            Expr::Name(name) => self
+                .key_pattern_of(name.id.as_str())
+                .is_some_and(|(pre, post)| self.every_field_host(pre, post)),
+            _ => false,
+        }
     }
+
+    /// Whether the fields a key pattern can name are host fields: at least one host field
+    /// matches, and no field the module declares on the device does.
+    fn every_field_host(&self, prefix: &str, suffix: &str) -> bool {
+        if prefix.is_empty() && suffix.is_empty() {
+            return false;
+        }
+        let matches = |field: &&str| {
+            field.len() > prefix.len() + suffix.len()
+                && field.starts_with(prefix)
+                && field.ends_with(suffix)
+        };
+        let project = self.types.facts.host_fields;
+        (self.host_fields.iter().any(matches)
+            || project.is_some_and(|fields| fields.iter().any(|f| matches(&f.as_str()))))
+            && !self.device_fields.iter().any(matches)
+    }
+}
+
+/// The literal text of an f-string before its first and after its last interpolation
+/// (`f"{modality}_grid_thw"`: `""` and `"_grid_thw"`), when it interpolates something.
+pub(super) fn key_pattern(expr: &Expr) -> Option<(String, String)> {
+    let Expr::FString(fstring) = expr else {
+        return None;
+    };
+    let mut prefix = String::new();
+    let mut suffix = String::new();
+    let mut interpolated = false;
+    for element in fstring.value.elements() {
+        match element {
+            ast::InterpolatedStringElement::Literal(literal) => {
+                if interpolated {
+                    suffix.push_str(&literal.value);
+                } else {
+                    prefix.push_str(&literal.value);
+                }
+            }
+            ast::InterpolatedStringElement::Interpolation(_) => {
+                interpolated = true;
+                suffix.clear();
+            }
+        }
+    }
+    interpolated.then_some((prefix, suffix))
 }

@@ -32,6 +32,9 @@ pub(super) struct Scope<'a> {
     /// batch.lens.is_cpu`), or the receiver's class annotates the field (`num_scheduled_tokens:
     /// np.ndarray`).
     pub(super) host_attributes: rustc_hash::FxHashMap<String, Ty>,
+    /// Names bound here to an f-string (`key = f"{modality}_grid_thw"`): its literal text before
+    /// the first and after the last interpolation, see [`SemanticModel::reads_host_field`].
+    pub(super) key_patterns: FxHashMap<&'a str, (String, String)>,
 }
 
 /// What is known about a class defined in this module.
@@ -78,6 +81,8 @@ pub struct SemanticModel<'a> {
     import_names: FxHashSet<&'a str>,
     /// Fields the module declares host-resident (see `fields.rs`).
     pub(super) host_fields: FxHashSet<&'a str>,
+    /// The fields the module declares by a configuration call without `keep_on_cpu`.
+    pub(super) device_fields: FxHashSet<&'a str>,
     /// Whether the module imports NumPy anywhere (array methods are then ambiguous).
     pub(super) imports_numpy: bool,
     /// Qualified names per expression node. A node is asked about many times at one program
@@ -114,6 +119,7 @@ impl<'a> SemanticModel<'a> {
             clause_results: Vec::new(),
             import_names: FxHashSet::default(),
             host_fields: FxHashSet::default(),
+            device_fields: FxHashSet::default(),
             imports_numpy: false,
             qualified_cache: RefCell::new(NodeCache::new()),
             generation: std::cell::Cell::new(0),
@@ -153,6 +159,7 @@ impl<'a> SemanticModel<'a> {
                 scope.host_devices.clear();
                 scope.parameters.clear();
                 scope.host_attributes.clear();
+                scope.key_patterns.clear();
                 self.spare_scopes.push(scope);
             }
         }
@@ -204,6 +211,9 @@ impl<'a> SemanticModel<'a> {
         }
         if !scope.host_devices.is_empty() {
             scope.host_devices.remove(name);
+        }
+        if !scope.key_patterns.is_empty() {
+            scope.key_patterns.remove(name);
         }
         if !scope.parameters.is_empty() {
             scope.parameters.remove(name);
@@ -444,9 +454,17 @@ impl<'a> SemanticModel<'a> {
         self.qualified_name(expr).as_deref() == Some(qualified)
     }
 
+    /// The f-string pattern a local of the innermost function is bound to (see
+    /// [`Scope::key_patterns`]).
+    pub(super) fn key_pattern_of(&self, name: &str) -> Option<&(String, String)> {
+        self.scopes.last()?.key_patterns.get(name)
+    }
+
     /// Reads the fields the module declares host-resident, before its functions are walked.
     pub fn learn_host_fields(&mut self, module: &'a ruff_python_ast::ModModule) {
-        self.host_fields = super::fields::field_declarations(module).kept;
+        let declarations = super::fields::field_declarations(module);
+        self.host_fields = declarations.kept;
+        self.device_fields = declarations.on_device;
     }
 
     pub fn define_class(&mut self, name: &'a str, info: ClassInfo<'a>) {

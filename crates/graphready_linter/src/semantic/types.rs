@@ -541,6 +541,11 @@ impl<'a> SemanticModel<'a> {
             if self.is_host_device(value) {
                 self.current().host_devices.insert(name.id.as_str());
             }
+            if let Some(pattern) = super::fields::key_pattern(value) {
+                self.current()
+                    .key_patterns
+                    .insert(name.id.as_str(), pattern);
+            }
         }
     }
 
