@@ -97,6 +97,15 @@ pub fn is_cpu_move(call: &ast::ExprCall) -> bool {
         || keyword(call, "device").is_some_and(is_cpu_device)
 }
 
+/// Whether a call says where its result lives: a move (`.cuda()`, `.to(...)`, `.gpu()`), or a
+/// `device=` keyword. A call that says neither (a helper's return, `torch.abs(x)`) gives a tensor
+/// whose device follows its inputs, which a host-mirror name describes better.
+pub fn places_result(call: &ast::ExprCall) -> bool {
+    let moves = matches!(&*call.func, Expr::Attribute(attribute)
+        if matches!(attribute.attr.as_str(), "cuda" | "to" | "gpu" | "type_as" | "pin_memory"));
+    moves || keyword(call, "device").is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::host_named;

@@ -532,7 +532,14 @@ impl<'a> SemanticModel<'a> {
                 return;
             }
         }
-        let ty = self.ty(value);
+        let mut ty = self.ty(value);
+        // `query_start_loc_cpu = slice_query_start_locs(...)`: a call that does not say where
+        // its result lives (a helper, whose tensor follows its inputs) leaves the name's word.
+        if let (Expr::Name(name), Expr::Call(call), Ty::Tensor) = (target, value, ty) {
+            if host_named(name.id.as_str()) && !super::syntax::places_result(call) {
+                ty = Ty::CpuTensor;
+            }
+        }
         self.bind_target(target, ty);
         if let Expr::Name(name) = target {
             if matches!(ty, Ty::Tensor | Ty::Unknown) && self.is_bool_tensor(value) {
