@@ -18,13 +18,18 @@ use ruff_python_ast::{self as ast, Expr};
 
 /// A memoised initialisation, which runs once (per key), in the warm-up that precedes any
 /// capture: `if key not in CACHE: CACHE[key] = ...` and `if t is None: t = ...; CACHE[key] = t`
-/// with `CACHE` a module global, and `if self.t is None: self.t = ...` where the class never
+/// with `CACHE` a module global, `t = self.t` then `if t is None: t = ...; self.t = t`, and
+/// `if self.t is None: self.t = ...` where the class never
 /// sets `self.t` back to `None` outside `__init__`. A local or parameter filled in without
 /// being stored (`if out is None: out = torch.empty(...)`), a per-step cache that is reset, a
 /// cache on some other object (a batch) and one on a dataclass's own instance (a record, made
 /// again as data flows) are made again and stay checked. Also `if not hasattr(self, "t"):`
 /// whose body sets `self.t` (an assignment, `register_buffer("t", ...)` or `setattr`).
-pub fn is_lazy_init(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
+pub fn is_lazy_init(
+    model: &SemanticModel,
+    if_stmt: &ast::StmtIf,
+    previous: Option<&ast::Stmt>,
+) -> bool {
     if is_lazy_attribute(model, if_stmt) {
         return true;
     }
@@ -37,7 +42,10 @@ pub fn is_lazy_init(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
     let missing = match (op, right) {
         (ast::CmpOp::Is, Expr::NoneLiteral(_)) => {
             let lasting = match &*compare.left {
-                Expr::Name(name) => stored_in_global(model, &if_stmt.body, name.id.as_str()),
+                Expr::Name(name) => {
+                    stored_in_global(model, &if_stmt.body, name.id.as_str())
+                        || cached_on_self(model, if_stmt, previous, name.id.as_str())
+                }
                 Expr::Attribute(attribute) => match &*attribute.value {
                     Expr::Name(receiver) => model
                         .is_lasting_self_attribute(receiver.id.as_str(), attribute.attr.as_str()),
@@ -379,6 +387,36 @@ fn is_lazy_attribute(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
         _ => false,
     };
     if_stmt.body.iter().any(sets)
+}
+
+/// `t = self.t` just before `if t is None:`, whose body stores into `self.t` again, on a class
+/// that lasts: the cache read into a local and filled in once.
+fn cached_on_self(
+    model: &SemanticModel,
+    if_stmt: &ast::StmtIf,
+    previous: Option<&ast::Stmt>,
+    local: &str,
+) -> bool {
+    let Some(ast::Stmt::Assign(read)) = previous else {
+        return false;
+    };
+    let ([Expr::Name(target)], Expr::Attribute(attribute)) =
+        (read.targets.as_slice(), &*read.value)
+    else {
+        return false;
+    };
+    let Expr::Name(receiver) = &*attribute.value else {
+        return false;
+    };
+    let (receiver, name) = (receiver.id.as_str(), attribute.attr.as_str());
+    target.id.as_str() == local
+        && model.self_name() == Some(receiver)
+        && model.is_lasting_self_attribute(receiver, name)
+        && assigned_targets(&if_stmt.body).any(|target| {
+            matches!(target, Expr::Attribute(a)
+                if a.attr.as_str() == name
+                    && matches!(&*a.value, Expr::Name(r) if r.id.as_str() == receiver))
+        })
 }
 
 /// Whether a block stores a local into a module-global container: `CACHE[key] = t`.

@@ -48,6 +48,8 @@ pub struct Checker<'a> {
     diagnostics: Vec<RawDiagnostic>,
     /// Non-zero while inside code that cannot run during capture.
     safe_depth: u32,
+    /// The statement before the one being visited, in its block.
+    previous: Option<&'a Stmt>,
     /// Qualified name of the function being visited (`Class.method`, `outer.inner`).
     function: Option<String>,
     /// Class bodies being visited, innermost last.
@@ -90,6 +92,7 @@ impl<'a> Checker<'a> {
             summary: SummaryBuilder::new(source, module),
             diagnostics: Vec::new(),
             safe_depth: 0,
+            previous: None,
             function: None,
             classes: Vec::new(),
             class_body: None,
@@ -283,7 +286,9 @@ impl<'a> Checker<'a> {
         if only_raises(body) {
             self.safe_depth += 1;
         }
+        let saved_previous = self.previous;
         for (i, stmt) in body.iter().enumerate() {
+            self.previous = i.checked_sub(1).map(|j| &body[j]);
             self.visit_stmt(stmt);
             if let Stmt::If(if_stmt) = stmt {
                 if if_stmt.elif_else_clauses.is_empty()
@@ -301,6 +306,7 @@ impl<'a> Checker<'a> {
             }
         }
         self.safe_depth = saved;
+        self.previous = saved_previous;
     }
 
     fn visit_guarded(&mut self, safe: bool, body: &'a [Stmt]) {
@@ -317,7 +323,7 @@ impl<'a> Checker<'a> {
         self.visit_expr(&if_stmt.test);
         self.truth_test(&if_stmt.test);
         let body_safe = guards::safe_when(&self.model, self.settings, &if_stmt.test, false)
-            || guards::is_lazy_init(&self.model, if_stmt)
+            || guards::is_lazy_init(&self.model, if_stmt, self.previous)
             || guards::is_converging(&self.model, if_stmt);
         // Each later clause sees the names as they were before the statement, not as an earlier
         // clause bound them (`if isinstance(x, Tensor): x = x.tolist() else: ... x ...`).
