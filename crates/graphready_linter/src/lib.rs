@@ -181,28 +181,12 @@ pub(crate) fn field_declarations(bytes: &[u8]) -> Option<(Vec<String>, Vec<Strin
 /// GPU engine: a word `offload`, `swap`, `gpu`, `cuda`, `host` or `pinned` keeps them. Folders
 /// above the package are the user's and do not count.
 fn other_platform(module: &str) -> bool {
-    let words = || {
+    util::other_platform_words(
         module
             .strip_suffix(".py")
             .unwrap_or(module)
-            .split(['.', '_', '-'])
-    };
-    let mut cpu = false;
-    for word in words() {
-        let word = word.to_ascii_lowercase();
-        if matches!(word.as_str(), "mlx" | "ascend" | "neuron")
-            || util::NO_CUDA_GRAPH_DEVICES.contains(&word.as_str())
-        {
-            return true;
-        }
-        cpu |= matches!(word.as_str(), "cpu" | "amx");
-    }
-    cpu && !words().any(|word| {
-        matches!(
-            word.to_ascii_lowercase().as_str(),
-            "offload" | "offloading" | "swap" | "gpu" | "cuda" | "host" | "pinned"
-        )
-    })
+            .split(['.', '_', '-']),
+    )
 }
 
 /// Locates the raw findings in the source and applies the suppression comments: the findings
@@ -326,6 +310,7 @@ mod tests {
             "vllm.v1.attention.backends.mla.amx_mla",
             "vllm.models.deepseek_v4.cpu.model",
             "sglang.srt.layers.attention.intel_amx_backend",
+            "sglang.srt.models.mindspore",
         ] {
             assert!(other_platform(module), "{module}");
         }

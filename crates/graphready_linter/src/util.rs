@@ -25,3 +25,99 @@ pub(crate) fn last_segment(expr: &Expr) -> Option<&str> {
 /// (`is_xpu()`, `x.device.type == "mps"`, `hardware_backend/npu`); each use adds its own (the
 /// host `cpu`, the `meta` device, `neuron` platforms, `mlx` and `ascend` packages).
 pub(crate) const NO_CUDA_GRAPH_DEVICES: [&str; 5] = ["npu", "xpu", "tpu", "hpu", "mps"];
+
+/// Whether the words of a name (a module's dotted parts and their `_` words, or a class name's
+/// CamelCase words) say it serves a device without CUDA graphs: a word is one of
+/// [`NO_CUDA_GRAPH_DEVICES`], `mlx`, `ascend`, `neuron` or `mindspore`, or `cpu` or `amx`
+/// (Intel's CPU matrix extensions) where no word says the name moves data between the host and
+/// a GPU (`offload`, `offloading`, `swap`, `gpu`, `cuda`, `host`, `pinned`).
+pub(crate) fn other_platform_words<'w>(words: impl Iterator<Item = &'w str> + Clone) -> bool {
+    let mut cpu = false;
+    for word in words.clone() {
+        let word = word.to_ascii_lowercase();
+        if matches!(word.as_str(), "mlx" | "ascend" | "neuron" | "mindspore")
+            || NO_CUDA_GRAPH_DEVICES.contains(&word.as_str())
+        {
+            return true;
+        }
+        cpu |= matches!(word.as_str(), "cpu" | "amx");
+    }
+    cpu && !words.into_iter().any(|word| {
+        matches!(
+            word.to_ascii_lowercase().as_str(),
+            "offload" | "offloading" | "swap" | "gpu" | "cuda" | "host" | "pinned"
+        )
+    })
+}
+
+/// The CamelCase words of a class name: `VisionIntelXPUAttention` is `Vision`, `Intel`, `XPU`,
+/// `Attention`; digits stay with the word before them.
+pub(crate) fn camel_words(name: &str) -> Vec<&str> {
+    let bytes = name.as_bytes();
+    let mut words = Vec::new();
+    let mut start = 0;
+    for i in 1..bytes.len() {
+        let (before, here) = (bytes[i - 1], bytes[i]);
+        let next_lower = bytes.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+        let boundary = here == b'_'
+            || before == b'_'
+            || (here.is_ascii_uppercase()
+                && (before.is_ascii_lowercase()
+                    || before.is_ascii_digit()
+                    || (before.is_ascii_uppercase() && next_lower)));
+        if boundary {
+            if start < i {
+                words.push(&name[start..i]);
+            }
+            start = i;
+        }
+    }
+    words.push(&name[start..]);
+    words.retain(|word| !word.is_empty() && *word != "_");
+    words
+}
+
+#[cfg(test)]
+mod platform_tests {
+    use super::{camel_words, other_platform_words};
+
+    #[test]
+    fn camel_case_words() {
+        assert_eq!(
+            camel_words("VisionIntelXPUAttention"),
+            ["Vision", "Intel", "XPU", "Attention"]
+        );
+        assert_eq!(camel_words("CPUAttentionMetadataBuilder")[0], "CPU");
+        assert_eq!(camel_words("Qwen2VLModel"), ["Qwen2", "VL", "Model"]);
+        assert_eq!(camel_words("NPU_Graph"), ["NPU", "Graph"]);
+    }
+
+    #[test]
+    fn class_names_of_other_platforms() {
+        for name in [
+            "VisionIntelXPUAttention",
+            "AscendAttentionBackend",
+            "CPUAttentionMetadataBuilder",
+            "IntelAMXAttnBackend",
+            "TPUModelRunner",
+        ] {
+            assert!(
+                other_platform_words(camel_words(name).into_iter()),
+                "{name}"
+            );
+        }
+        for name in [
+            "CpuGpuBuffer",
+            "CPUOffloadingManager",
+            "FlashAttentionBackend",
+            "HostPinnedCpuPool",
+            "Mixtral",
+            "Compute",
+        ] {
+            assert!(
+                !other_platform_words(camel_words(name).into_iter()),
+                "{name}"
+            );
+        }
+    }
+}
