@@ -86,14 +86,6 @@ pub fn is_converging<'s>(model: &SemanticModel, if_stmt: &'s ast::StmtIf) -> boo
     let Some(self_name) = model.self_name() else {
         return false;
     };
-    fn attribute_of<'e>(expr: &'e Expr, receiver: &str) -> Option<&'e str> {
-        match expr {
-            Expr::Attribute(attribute) if matches!(&*attribute.value, Expr::Name(r) if r.id.as_str() == receiver) => {
-                Some(attribute.attr.as_str())
-            }
-            _ => None,
-        }
-    }
     let self_attribute = |expr: &'s Expr| attribute_of(expr, self_name);
     // A bound: `self.max_size`, or one of its elements (`self.max_size[0]`).
     let bound = |expr: &'s Expr| match expr {
@@ -145,17 +137,8 @@ pub fn is_converging<'s>(model: &SemanticModel, if_stmt: &'s ast::StmtIf) -> boo
     if grows {
         // Grow-only: nothing else sets the bound (dynamic RoPE's reset to the original length
         // lowers it again, and the growth then runs again).
-        let here = if_stmt
-            .body
-            .iter()
-            .filter(|stmt| match stmt {
-                ast::Stmt::Assign(assign) => assign
-                    .targets
-                    .iter()
-                    .any(|target| self_attribute(target) == Some(attribute)),
-                ast::Stmt::AnnAssign(assign) => self_attribute(&assign.target) == Some(attribute),
-                _ => false,
-            })
+        let here = assigned_targets(&if_stmt.body)
+            .filter(|target| self_attribute(target) == Some(attribute))
             .count();
         if model.self_setter_count(attribute) > here {
             return false;
@@ -234,11 +217,7 @@ pub fn is_lazy_early_return(
     if model.self_name() != Some(receiver) || !model.is_lasting_self_attribute(receiver, name) {
         return false;
     }
-    assigned_targets(rest).any(|target| {
-        matches!(target, Expr::Attribute(attribute)
-            if attribute.attr.as_str() == name
-                && matches!(&*attribute.value, Expr::Name(r) if r.id.as_str() == receiver))
-    })
+    sets_attribute(rest, receiver, name)
 }
 
 /// A debug switch: a name or attribute that says `debug` or `diagnostic` (`DEBUG`,
@@ -412,11 +391,7 @@ fn cached_on_self(
     target.id.as_str() == local
         && model.self_name() == Some(receiver)
         && model.is_lasting_self_attribute(receiver, name)
-        && assigned_targets(&if_stmt.body).any(|target| {
-            matches!(target, Expr::Attribute(a)
-                if a.attr.as_str() == name
-                    && matches!(&*a.value, Expr::Name(r) if r.id.as_str() == receiver))
-        })
+        && sets_attribute(&if_stmt.body, receiver, name)
 }
 
 /// Whether a block stores a local into a module-global container: `CACHE[key] = t`.
@@ -432,6 +407,21 @@ fn stored_in_global(model: &SemanticModel, body: &[ast::Stmt], local: &str) -> b
         }
         _ => false,
     })
+}
+
+/// The attribute `receiver.<attribute>` names, when the expression is one.
+fn attribute_of<'e>(expr: &'e Expr, receiver: &str) -> Option<&'e str> {
+    match expr {
+        Expr::Attribute(attribute) if matches!(&*attribute.value, Expr::Name(r) if r.id.as_str() == receiver) => {
+            Some(attribute.attr.as_str())
+        }
+        _ => None,
+    }
+}
+
+/// Whether an assignment directly in a block sets `receiver.<name>`.
+fn sets_attribute(body: &[ast::Stmt], receiver: &str, name: &str) -> bool {
+    assigned_targets(body).any(|target| attribute_of(target, receiver) == Some(name))
 }
 
 /// The targets of the assignments directly in a block.
