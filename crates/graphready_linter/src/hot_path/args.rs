@@ -40,13 +40,11 @@ pub(super) fn param_types(
             for &callee in callees.iter() {
                 let function = index.function(callee);
                 let bound = bound(&site.target);
-                let (forwarded, tensors): (Vec<&ArgKey>, Vec<&ArgKey>) = site
-                    .tensor_args
-                    .iter()
-                    .partition(|arg| site.param_args.iter().any(|(passed, _)| passed == *arg));
-                for arg in forwarded {
-                    if let Some((_, name)) = site.param_args.iter().find(|(p, _)| p == arg) {
-                        passed_on.push((callee, bound, arg, (caller, &**name)));
+                let mut tensors = Vec::new();
+                for arg in &site.tensor_args {
+                    match site.param_args.iter().find(|(passed, _)| passed == arg) {
+                        Some((_, name)) => passed_on.push((callee, bound, arg, (caller, &**name))),
+                        None => tensors.push(arg),
                     }
                 }
                 record_tensors(function, callee, bound, tensors, &mut out);
