@@ -185,14 +185,9 @@ pub fn is_lazy_early_return(
         {
             let tested = match &*compare.left {
                 // The local the statement just before read the cache into.
-                Expr::Name(local) => match previous {
-                    Some(ast::Stmt::Assign(assign))
-                        if matches!(assign.targets.as_slice(),
-                            [Expr::Name(target)] if target.id == local.id) =>
-                    {
-                        &*assign.value
-                    }
-                    _ => return false,
+                Expr::Name(local) => match read_just_before(previous, local.id.as_str()) {
+                    Some(value) => value,
+                    None => return false,
                 },
                 other => other,
             };
@@ -376,20 +371,14 @@ fn cached_on_self(
     previous: Option<&ast::Stmt>,
     local: &str,
 ) -> bool {
-    let Some(ast::Stmt::Assign(read)) = previous else {
-        return false;
-    };
-    let ([Expr::Name(target)], Expr::Attribute(attribute)) =
-        (read.targets.as_slice(), &*read.value)
-    else {
+    let Some(Expr::Attribute(attribute)) = read_just_before(previous, local) else {
         return false;
     };
     let Expr::Name(receiver) = &*attribute.value else {
         return false;
     };
     let (receiver, name) = (receiver.id.as_str(), attribute.attr.as_str());
-    target.id.as_str() == local
-        && model.self_name() == Some(receiver)
+    model.self_name() == Some(receiver)
         && model.is_lasting_self_attribute(receiver, name)
         && sets_attribute(&if_stmt.body, receiver, name)
 }
@@ -409,14 +398,26 @@ fn stored_in_global(model: &SemanticModel, body: &[ast::Stmt], local: &str) -> b
     })
 }
 
-/// The attribute `receiver.<attribute>` names, when the expression is one.
-fn attribute_of<'e>(expr: &'e Expr, receiver: &str) -> Option<&'e str> {
-    match expr {
-        Expr::Attribute(attribute) if matches!(&*attribute.value, Expr::Name(r) if r.id.as_str() == receiver) => {
-            Some(attribute.attr.as_str())
+/// What the statement just before read into `local` (`t = self.t`), when it did only that.
+fn read_just_before<'p>(previous: Option<&'p ast::Stmt>, local: &str) -> Option<&'p Expr> {
+    match previous {
+        Some(ast::Stmt::Assign(assign))
+            if matches!(assign.targets.as_slice(),
+                [Expr::Name(target)] if target.id.as_str() == local) =>
+        {
+            Some(&*assign.value)
         }
         _ => None,
     }
+}
+
+/// The attribute `receiver.<attribute>` names, when the expression is one.
+fn attribute_of<'e>(expr: &'e Expr, receiver: &str) -> Option<&'e str> {
+    let Expr::Attribute(attribute) = expr else {
+        return None;
+    };
+    matches!(&*attribute.value, Expr::Name(r) if r.id.as_str() == receiver)
+        .then(|| attribute.attr.as_str())
 }
 
 /// Whether an assignment directly in a block sets `receiver.<name>`.

@@ -297,7 +297,7 @@ impl<'a> Checker<'a> {
                         || guards::is_lazy_early_return(
                             &self.model,
                             if_stmt,
-                            i.checked_sub(1).map(|j| &body[j]),
+                            self.previous,
                             &body[i + 1..],
                         ))
                 {

@@ -132,7 +132,7 @@ impl<'a> SemanticModel<'a> {
     /// `image_input["num_pooled_patches"]`. Only where the module or the project declares such
     /// fields, and only for classes (capitalised callees).
     pub fn learn_record_fields(&mut self, call: &'a ast::ExprCall) {
-        if self.host_fields.is_empty() && self.types.facts.host_fields.is_none() {
+        if !self.declares_host_fields() {
             return;
         }
         let class = match &*call.func {
@@ -159,7 +159,7 @@ impl<'a> SemanticModel<'a> {
     /// A read of a host-resident field by key: `kwargs.pop("image_grid_thw")`,
     /// `kwargs.get(...)`, `inputs["image_grid_thw"]`.
     pub(super) fn reads_host_field(&self, expr: &Expr) -> bool {
-        if self.host_fields.is_empty() && self.types.facts.host_fields.is_none() {
+        if !self.declares_host_fields() {
             return false;
         }
         let key = match expr {
@@ -185,6 +185,12 @@ impl<'a> SemanticModel<'a> {
                 .is_some_and(|(pre, post)| self.every_field_host(pre, post)),
             _ => false,
         }
+    }
+
+    /// Whether the module or the project declares any host field: without one, no field read
+    /// is a host read.
+    pub(super) fn declares_host_fields(&self) -> bool {
+        !self.host_fields.is_empty() || self.types.facts.host_fields.is_some()
     }
 
     /// Whether the fields a key pattern can name are host fields: at least one host field

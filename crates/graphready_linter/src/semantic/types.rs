@@ -548,7 +548,13 @@ impl<'a> SemanticModel<'a> {
             if self.is_host_device(value) {
                 self.current().host_devices.insert(name.id.as_str());
             }
-            if let Some(pattern) = super::fields::key_pattern(value) {
+            // Only where some field is declared host-resident: the pattern serves field reads.
+            let pattern = if self.declares_host_fields() {
+                super::fields::key_pattern(value)
+            } else {
+                None
+            };
+            if let Some(pattern) = pattern {
                 self.current()
                     .key_patterns
                     .insert(name.id.as_str(), pattern);
