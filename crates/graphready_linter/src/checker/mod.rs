@@ -1,8 +1,11 @@
 //! The one visitor: it walks a module in source order, keeps the semantic model current, tracks
 //! guards and the enclosing function, and dispatches each node to the rules that want it.
 
+mod branches;
 pub(crate) mod guards;
 mod order;
+
+use branches::{body_always_exits, only_raises};
 
 use crate::registry::{Rule, RuleOf, RuleSet};
 use crate::rules;
@@ -308,114 +311,6 @@ impl<'a> Checker<'a> {
         self.safe_depth = saved;
         self.previous = saved_previous;
     }
-
-    fn visit_guarded(&mut self, safe: bool, body: &'a [Stmt]) {
-        if safe {
-            self.safe_depth += 1;
-        }
-        self.visit_block(body);
-        if safe {
-            self.safe_depth -= 1;
-        }
-    }
-
-    fn visit_if(&mut self, if_stmt: &'a ast::StmtIf) {
-        self.visit_expr(&if_stmt.test);
-        self.truth_test(&if_stmt.test);
-        let body_safe = guards::safe_when(&self.model, self.settings, &if_stmt.test, false)
-            || guards::is_lazy_init(&self.model, if_stmt, self.previous)
-            || guards::is_converging(&self.model, if_stmt);
-        // Each later clause sees the names as they were before the statement, not as an earlier
-        // clause bound them (`if isinstance(x, Tensor): x = x.tolist() else: ... x ...`).
-        // `if isinstance(x, (int, float)):` makes `x` a host value in the body only.
-        let narrowing = self.model.isinstance_narrowing(&if_stmt.test);
-        let branches = !if_stmt.elif_else_clauses.is_empty() || narrowing.is_some();
-        if branches {
-            self.model.begin_clauses();
-            self.model.enter_branch();
-        }
-        if let Some((name, ty)) = narrowing {
-            self.model.narrow(name, ty);
-        }
-        self.visit_guarded(body_safe, &if_stmt.body);
-        if branches {
-            self.model.leave_branch();
-        }
-        // Each later clause runs only when every earlier test was false.
-        let mut earlier_false_safe =
-            guards::safe_when(&self.model, self.settings, &if_stmt.test, true);
-        for clause in &if_stmt.elif_else_clauses {
-            self.model.enter_branch();
-            let saved = self.safe_depth;
-            self.safe_depth += u32::from(earlier_false_safe);
-            match &clause.test {
-                Some(test) => {
-                    self.visit_expr(test);
-                    self.truth_test(test);
-                    if let Some((name, ty)) = self.model.isinstance_narrowing(test) {
-                        self.model.narrow(name, ty);
-                    }
-                    let clause_safe = guards::safe_when(&self.model, self.settings, test, false);
-                    self.visit_guarded(clause_safe, &clause.body);
-                    earlier_false_safe = earlier_false_safe
-                        || guards::safe_when(&self.model, self.settings, test, true);
-                }
-                None => self.visit_block(&clause.body),
-            }
-            self.safe_depth = saved;
-            self.model.leave_branch();
-        }
-        if branches {
-            self.model.end_clauses();
-        }
-    }
-}
-
-/// Whether a block can only end by raising: its last statement raises and nothing in it
-/// leaves it otherwise (`return`, `break`, `continue`, `yield`; nested definitions aside).
-/// A function body that returns in its branches and raises at the end is not one.
-fn only_raises(body: &[Stmt]) -> bool {
-    fn leaves(stmt: &Stmt) -> bool {
-        match stmt {
-            Stmt::Return(_) | Stmt::Break(_) | Stmt::Continue(_) => true,
-            Stmt::Expr(expr) => matches!(&*expr.value, Expr::Yield(_) | Expr::YieldFrom(_)),
-            Stmt::If(if_stmt) => {
-                if_stmt.body.iter().any(leaves)
-                    || if_stmt
-                        .elif_else_clauses
-                        .iter()
-                        .any(|clause| clause.body.iter().any(leaves))
-            }
-            Stmt::For(for_stmt) => for_stmt.body.iter().chain(&for_stmt.orelse).any(leaves),
-            Stmt::While(while_stmt) => while_stmt.body.iter().chain(&while_stmt.orelse).any(leaves),
-            Stmt::With(with) => with.body.iter().any(leaves),
-            Stmt::Try(try_stmt) => {
-                try_stmt
-                    .body
-                    .iter()
-                    .chain(&try_stmt.orelse)
-                    .chain(&try_stmt.finalbody)
-                    .any(leaves)
-                    || try_stmt.handlers.iter().any(|handler| {
-                        let ast::ExceptHandler::ExceptHandler(handler) = handler;
-                        handler.body.iter().any(leaves)
-                    })
-            }
-            Stmt::Match(match_stmt) => match_stmt
-                .cases
-                .iter()
-                .any(|case| case.body.iter().any(leaves)),
-            _ => false,
-        }
-    }
-    matches!(body.last(), Some(Stmt::Raise(_))) && !body.iter().any(leaves)
-}
-
-fn body_always_exits(body: &[Stmt]) -> bool {
-    matches!(
-        body.last(),
-        Some(Stmt::Return(_) | Stmt::Raise(_) | Stmt::Continue(_) | Stmt::Break(_))
-    )
 }
 
 impl<'a> Visitor<'a> for Checker<'a> {

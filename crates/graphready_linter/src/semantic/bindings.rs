@@ -1,0 +1,257 @@
+//! Binding names and attributes as assignments, loops and tests go: what each target holds
+//! after `x = ...`, `for a, b in zip(xs, ys)`, `isinstance(x, torch.Tensor)` or a test that
+//! proves a value lives on the host.
+
+use super::model::{Binding, SemanticModel};
+use super::syntax::host_named;
+use super::types::attribute_path;
+use super::types::Ty;
+use ruff_python_ast::{self as ast, Expr};
+
+impl<'a> SemanticModel<'a> {
+    /// Binds a loop's target to what it draws from `iter`: `for i, x in enumerate(xs)` binds `x`
+    /// to an element of `xs` (and `i` to an integer), `for a, b in zip(xs, ys)` each name to an
+    /// element of its own sequence; any other loop binds its target to an element of `iter`.
+    pub fn bind_loop_target(&mut self, target: &'a Expr, iter: &Expr) {
+        if let (Expr::Tuple(tuple), Expr::Call(call)) = (target, iter) {
+            let args = &call.arguments.args;
+            let plain = !args.iter().any(Expr::is_starred_expr);
+            match &*call.func {
+                Expr::Name(name)
+                    if name.id.as_str() == "enumerate"
+                        && plain
+                        && args.len() == 1
+                        && tuple.elts.len() == 2 =>
+                {
+                    let element = self.ty(&args[0]).element();
+                    self.bind_target(&tuple.elts[0], Ty::Host);
+                    self.bind_target(&tuple.elts[1], element);
+                    return;
+                }
+                Expr::Name(name)
+                    if name.id.as_str() == "zip" && plain && args.len() == tuple.elts.len() =>
+                {
+                    let elements: Vec<Ty> = args.iter().map(|arg| self.ty(arg).element()).collect();
+                    for (elt, element) in tuple.elts.iter().zip(elements) {
+                        self.bind_target(elt, element);
+                    }
+                    return;
+                }
+                _ => {}
+            }
+        }
+        let element = self.ty(iter).element();
+        self.bind_target(target, element);
+    }
+
+    /// Binds the names of an assignment target to the type of the assigned value.
+    pub fn bind_target(&mut self, target: &'a Expr, ty: Ty) {
+        match target {
+            Expr::Name(name) => self.bind(name.id.as_str(), ty),
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                let element = if ty == Ty::TensorSeq {
+                    Ty::Tensor
+                } else {
+                    Ty::Unknown
+                };
+                for elt in elts {
+                    self.bind_target(elt, element);
+                }
+            }
+            Expr::Starred(starred) => self.bind_target(&starred.value, Ty::Unknown),
+            _ => {}
+        }
+    }
+
+    /// What an `isinstance` test that passed says of a name: `isinstance(x, (int, float))`
+    /// makes `x` a host value (a number, a string, a container: `int`, `float`, `bool`, `str`,
+    /// `bytes`, `list`, `tuple`, `dict`, `set`, `numbers.Number` and its kinds),
+    /// `isinstance(x, np.ndarray)` a NumPy array. Anything else (a tensor class among the
+    /// types) says nothing, nor does a test of a name already known to hold host data.
+    pub fn isinstance_narrowing(&self, test: &'a Expr) -> Option<(&'a str, Ty)> {
+        let Expr::Call(call) = test else {
+            return None;
+        };
+        let (Expr::Name(function), [Expr::Name(subject), types]) =
+            (&*call.func, &*call.arguments.args)
+        else {
+            return None;
+        };
+        if function.id.as_str() != "isinstance" || !call.arguments.keywords.is_empty() {
+            return None;
+        }
+        let types: &[Expr] = match types {
+            Expr::Tuple(tuple) => &tuple.elts,
+            single => std::slice::from_ref(single),
+        };
+        let kind = |ty: &Expr| -> Option<Ty> {
+            if let Some(qualified) = self.qualified_name(ty) {
+                return match &*qualified {
+                    "numpy.ndarray" | "numpy.generic" | "numpy.number" | "numpy.integer" => {
+                        Some(Ty::Array)
+                    }
+                    "numbers.Number" | "numbers.Integral" | "numbers.Real" | "numbers.Complex" => {
+                        Some(Ty::Host)
+                    }
+                    _ => None,
+                };
+            }
+            match ty {
+                Expr::Name(name) => matches!(
+                    name.id.as_str(),
+                    "int" | "float" | "bool" | "str" | "bytes" | "list" | "tuple" | "dict" | "set"
+                )
+                .then_some(Ty::Host),
+                _ => None,
+            }
+        };
+        let mut narrowed: Option<Ty> = None;
+        for ty in types {
+            let ty = kind(ty)?;
+            narrowed = Some(match narrowed {
+                None => ty,
+                Some(previous) if previous == ty => ty,
+                Some(_) => return None,
+            });
+        }
+        // A host type the name already has says more (a list of host lists).
+        if self.ty(&call.arguments.args[0]).is_host() {
+            return None;
+        }
+        Some((subject.id.as_str(), narrowed?))
+    }
+
+    /// What an assertion that passed says of the data: `assert x.is_cpu`,
+    /// `assert x.device.type == "cpu"` and `assert not x.is_cuda` leave `x` (a name or an
+    /// attribute path) a host tensor from here on; `and` asserts each operand.
+    pub fn assume_host(&mut self, test: &'a Expr) {
+        let subject = match test {
+            Expr::BoolOp(bool_op) if matches!(bool_op.op, ast::BoolOp::And) => {
+                for value in &bool_op.values {
+                    self.assume_host(value);
+                }
+                return;
+            }
+            Expr::Attribute(attribute) if attribute.attr.as_str() == "is_cpu" => &*attribute.value,
+            Expr::UnaryOp(ast::ExprUnaryOp {
+                op: ast::UnaryOp::Not,
+                operand,
+                ..
+            }) => match &**operand {
+                Expr::Attribute(attribute) if attribute.attr.as_str() == "is_cuda" => {
+                    &*attribute.value
+                }
+                _ => return,
+            },
+            Expr::Compare(compare)
+                if matches!(&*compare.ops, [ast::CmpOp::Eq])
+                    && matches!(&compare.comparators[0], Expr::StringLiteral(s) if s.value.to_str() == "cpu") =>
+            {
+                match &*compare.left {
+                    Expr::Attribute(kind) if kind.attr.as_str() == "type" => match &*kind.value {
+                        Expr::Attribute(device) if device.attr.as_str() == "device" => {
+                            &*device.value
+                        }
+                        _ => return,
+                    },
+                    _ => return,
+                }
+            }
+            _ => return,
+        };
+        match subject {
+            Expr::Name(name) if !self.ty(subject).is_host_tensor() => {
+                self.bind(name.id.as_str(), Ty::CpuTensor);
+            }
+            Expr::Attribute(_) => {
+                if let Some(path) = attribute_path(subject) {
+                    self.assume_attribute(path, Ty::CpuTensor);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Records that an attribute path (`input_batch.num_scheduled_tokens`) holds host data of
+    /// this type in the function being visited.
+    pub fn assume_attribute(&mut self, path: String, ty: Ty) {
+        self.invalidate();
+        self.current().host_attributes.insert(path, ty);
+    }
+
+    /// What an assertion or the receiver's class says this attribute path holds.
+    pub(super) fn known_attribute(&self, attribute: &ast::ExprAttribute) -> Option<Ty> {
+        let mut scopes = self
+            .visible_scopes()
+            .filter(|s| !s.host_attributes.is_empty())
+            .peekable();
+        scopes.peek()?;
+        let mut path = attribute_path(&attribute.value)?;
+        path.push('.');
+        path.push_str(attribute.attr.as_str());
+        scopes.find_map(|s| s.host_attributes.get(&path).copied())
+    }
+
+    /// Binds tuple targets element-wise when the value is a literal tuple of the same length.
+    pub fn bind_assignment(&mut self, target: &'a Expr, value: &Expr) {
+        if let (Expr::Tuple(targets), Expr::Tuple(values)) = (target, value) {
+            if targets.elts.len() == values.elts.len() {
+                for (target, value) in targets.elts.iter().zip(&values.elts) {
+                    let ty = self.ty(value);
+                    self.bind_target(target, ty);
+                }
+                return;
+            }
+        }
+        // `embeds, mask = self._gather(n)` of a function of this module returning such pairs.
+        if let (Expr::Tuple(targets), Expr::Call(call)) = (target, value) {
+            if let Some(elements) = self.local_tuple_return(call) {
+                if elements.len() == targets.elts.len() {
+                    let elements = elements.to_vec();
+                    for (target, ty) in targets.elts.iter().zip(elements) {
+                        self.bind_target(target, ty);
+                    }
+                    return;
+                }
+            }
+        }
+        // `mask = None` in one branch of `if`/`else` marks the absence of the value another
+        // branch binds: the binding is read in source order, so `None` would otherwise erase what
+        // the name holds wherever it is a value (`masks_cpu = x >= 0; if n == 0: masks_cpu =
+        // None`, then `masks_cpu[...]` further down).
+        if let (Expr::Name(name), Expr::NoneLiteral(_)) = (target, value) {
+            if matches!(self.lookup(name.id.as_str()), Some(Binding::Value(ty)) if *ty != Ty::Unknown)
+            {
+                return;
+            }
+        }
+        let mut ty = self.ty(value);
+        // `query_start_loc_cpu = slice_query_start_locs(...)`: a call that does not say where
+        // its result lives (a helper, whose tensor follows its inputs) leaves the name's word.
+        if let (Expr::Name(name), Expr::Call(call), Ty::Tensor) = (target, value, ty) {
+            if host_named(name.id.as_str()) && !super::syntax::places_result(call) {
+                ty = Ty::CpuTensor;
+            }
+        }
+        self.bind_target(target, ty);
+        if let Expr::Name(name) = target {
+            if matches!(ty, Ty::Tensor | Ty::Unknown) && self.is_bool_tensor(value) {
+                self.current().bool_tensors.insert(name.id.as_str());
+            }
+            if self.is_host_device(value) {
+                self.current().host_devices.insert(name.id.as_str());
+            }
+            // Only where some field is declared host-resident: the pattern serves field reads.
+            let pattern = if self.declares_host_fields() {
+                super::fields::key_pattern(value)
+            } else {
+                None
+            };
+            if let Some(pattern) = pattern {
+                self.current()
+                    .key_patterns
+                    .insert(name.id.as_str(), pattern);
+            }
+        }
+    }
+}
