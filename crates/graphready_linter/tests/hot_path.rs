@@ -8,7 +8,8 @@
 //! comprehension, processors appended to a `list` subclass, an attention function held in a
 //! local, kernels passed around as values (tuples, globals, a called parameter), a batch
 //! property whose read copies to the host, a sampler a state's hook returns in a tuple that the
-//! runner unpacks into its fields, a vision tower only uncaptured code calls, and the set-up and
+//! runner unpacks into its fields, a vision tower only uncaptured code calls, an audio tower held
+//! through a nested attribute (a submodule, never a captured model of its own), and the set-up and
 //! harness code that must stay out of the default scope.
 
 use graphready_linter::project::{self, Options, Scope, SourceFile};
@@ -350,20 +351,37 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             // A module forward that only uncaptured code calls (a vision tower run per request
             // through a callback table) runs on the host path: its syncs are reported there, and
-            // the pinned allocation (line 13), illegal only while capturing, is not.
+            // the pinned allocation (line 19), illegal only while capturing, is not.
             finding(
                 "engine/tower.py",
-                11,
+                17,
                 "GR102",
                 "stall",
                 &["VisionTower.forward"],
             ),
             finding(
                 "engine/tower.py",
-                14,
+                20,
                 "GR205",
                 "stall",
                 &["VisionTower.forward"],
+            ),
+            // A module its model sets on a module it holds (`self.encoders.audio`), called per
+            // request through the same table: on the host path like the vision tower. The
+            // speech encoder, called only in an eager block, is neither captured nor an entry.
+            finding(
+                "engine/tower.py",
+                25,
+                "GR205",
+                "stall",
+                &["AudioTower.forward"],
+            ),
+            finding(
+                "engine/tower.py",
+                25,
+                "GR102",
+                "stall",
+                &["AudioTower.forward"],
             ),
         ]
     );
@@ -395,6 +413,9 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/runner.py", 94),
             ("engine/tests/test_runner.py", 8),
             ("engine/tests/test_runner.py", 9),
+            // A speech encoder invoked only in an eager block (`with gpu_sync_allowed():`).
+            ("engine/tower.py", 30),
+            ("engine/tower.py", 30),
         ]
     );
 }

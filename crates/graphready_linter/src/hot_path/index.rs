@@ -366,6 +366,22 @@ impl<'s> ProjectIndex<'s> {
             .collect()
     }
 
+    /// The module forwards invoked in guarded code (see
+    /// [`crate::summary::FunctionSummary::guarded_invocations`]).
+    pub fn invoked_guarded(&self) -> FxHashSet<NodeId> {
+        self.modules
+            .par_iter()
+            .enumerate()
+            .flat_map_iter(|(module, summary)| {
+                summary
+                    .functions
+                    .iter()
+                    .flat_map(|function| &function.guarded_invocations)
+                    .flat_map(move |target| self.resolve(module, target))
+            })
+            .collect()
+    }
+
     pub fn link(&self, node: NodeId) -> ChainLink {
         let function = self.function(node);
         ChainLink {

@@ -209,6 +209,10 @@ impl<'s> HotPath<'s> {
         // Module forwards that no other function calls go first, so that a chain starts at the
         // outermost model rather than at the layer that holds the finding.
         let called = index.called_through("forward");
+        // Invoked only where the author declared the code eager (`with gpu_sync_allowed():`):
+        // called, so no outermost model, and no entry of the host path either.
+        let guarded = index.invoked_guarded();
+        defaults.retain(|entry| called.contains(&entry.node) || !guarded.contains(&entry.node));
         let (inner, roots): (Vec<Entry>, Vec<Entry>) = defaults
             .iter()
             .cloned()

@@ -293,6 +293,7 @@ impl<'a> SummaryBuilder<'a> {
             line: self.line_of(function.name.range().start()),
             markers,
             calls: Vec::new(),
+            guarded_invocations: Vec::new(),
             captured_calls: Vec::new(),
             capture_blocks: Vec::new(),
             replays_graph: false,
@@ -489,6 +490,10 @@ impl<'a> SummaryBuilder<'a> {
                     if receiver.id.as_str() == self_name =>
                 {
                     self.class_instances(class, attribute.attr.id.as_str())
+                }
+                // `self.model.vision_tower`: a submodule the class set on a module it holds.
+                (Expr::Attribute(held), Some((class, self_name))) if matches!(&*held.value, Expr::Name(receiver) if receiver.id.as_str() == self_name) => {
+                    self.class_instances(class, &format!("{}.{}", held.attr.id, attribute.attr.id))
                 }
                 _ => Vec::new(),
             },

@@ -126,6 +126,10 @@ pub struct FunctionSummary {
     pub line: u32,
     pub markers: Vec<Marker>,
     pub calls: Vec<CallSite>,
+    /// Modules invoked where the code never runs captured and its syncs are deliberate (an
+    /// eager block, `if not torch.cuda.is_current_stream_capturing():`): reach does not flow
+    /// through them, but the module is called, so it is no outermost model of its own.
+    pub guarded_invocations: Vec<CallTarget>,
     /// Calls made inside `with torch.cuda.graph(...)` blocks of this function: capture sites.
     pub captured_calls: Vec<CallSite>,
     /// Line ranges (inclusive) of `with torch.cuda.graph(...)` bodies in this function.

@@ -204,6 +204,7 @@ impl SummaryBuilder<'_> {
             }
         }
         if !in_captured_code {
+            self.guarded_invocation(call);
             return;
         }
         if let Expr::Name(name) = &*call.func {
@@ -260,6 +261,25 @@ impl SummaryBuilder<'_> {
                     function.calls.push(site);
                 }
             }
+        }
+    }
+
+    /// A module invoked in guarded code (`self.encoder(x)` under `with gpu_sync_allowed():`):
+    /// see [`crate::summary::FunctionSummary::guarded_invocations`].
+    fn guarded_invocation(&mut self, call: &ast::ExprCall) {
+        if !matches!(&*call.func, Expr::Attribute(_)) {
+            return;
+        }
+        let targets: Vec<CallTarget> = self
+            .instances_of(&call.func)
+            .into_iter()
+            .map(|class| CallTarget::InstanceMethod {
+                class,
+                method: "forward".to_string(),
+            })
+            .collect();
+        if let Some(function) = self.building.last_mut() {
+            function.guarded_invocations.extend(targets);
         }
     }
 

@@ -5,6 +5,7 @@ use crate::semantic::{SemanticModel, Ty};
 use crate::summary::{ClassSummary, Ref, TypePath};
 use crate::util::last_segment;
 use ruff_python_ast::{self as ast, Expr, Stmt};
+use std::borrow::Cow;
 
 impl<'a> SummaryBuilder<'a> {
     /// The summary of a class (`name` qualified inside the module): bases, the instances its
@@ -227,21 +228,38 @@ impl<'a> SummaryBuilder<'a> {
     }
 }
 
-/// `self.<attribute> = <value>` anywhere in a method body (not in nested functions).
+/// `self.<attribute> = <value>` anywhere in a method body (not in nested functions), and
+/// `self.<a>.<b> = <value>` under the key `a.b` (a submodule set on a held module,
+/// `self.model.vision_tower = Tower(...)`).
 fn collect_instance_assignments<'a>(
     body: &'a [Stmt],
     self_name: &str,
-    out: &mut Vec<(&'a str, &'a Expr)>,
+    out: &mut Vec<(Cow<'a, str>, &'a Expr)>,
 ) {
+    let key = |target: &'a Expr| -> Option<Cow<'a, str>> {
+        let Expr::Attribute(attribute) = target else {
+            return None;
+        };
+        match &*attribute.value {
+            Expr::Name(n) if n.id.as_str() == self_name => {
+                Some(Cow::Borrowed(attribute.attr.id.as_str()))
+            }
+            Expr::Attribute(held) => match &*held.value {
+                Expr::Name(n) if n.id.as_str() == self_name => Some(Cow::Owned(format!(
+                    "{}.{}",
+                    held.attr.id, attribute.attr.id
+                ))),
+                _ => None,
+            },
+            _ => None,
+        }
+    };
     for stmt in body {
         match stmt {
             Stmt::Assign(assign) => {
                 for target in &assign.targets {
-                    if let Expr::Attribute(attribute) = target {
-                        if matches!(&*attribute.value, Expr::Name(n) if n.id.as_str() == self_name)
-                        {
-                            out.push((attribute.attr.id.as_str(), &assign.value));
-                        }
+                    if let Some(key) = key(target) {
+                        out.push((key, &assign.value));
                     }
                 }
             }
@@ -250,10 +268,8 @@ fn collect_instance_assignments<'a>(
                 value: Some(value),
                 ..
             }) => {
-                if let Expr::Attribute(attribute) = &**target {
-                    if matches!(&*attribute.value, Expr::Name(n) if n.id.as_str() == self_name) {
-                        out.push((attribute.attr.id.as_str(), value));
-                    }
+                if let Some(key) = key(target) {
+                    out.push((key, value));
                 }
             }
             Stmt::If(if_stmt) => {
