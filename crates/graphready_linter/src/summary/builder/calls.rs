@@ -384,7 +384,8 @@ struct ArgTypes {
     /// Host values that are not tensors, with their types; [`Ty::Unknown`] for the rest.
     other: Vec<(ArgKey, Ty)>,
     opaque: bool,
-    /// Arguments that are the caller's parameters, as received, not known to be host values.
+    /// Arguments that are the caller's parameters, as received or a view of one (`lens[a:b]`),
+    /// not known to be host values.
     params: Vec<(ArgKey, Box<str>)>,
 }
 
@@ -398,7 +399,13 @@ impl ArgTypes {
         };
         let mut record = |key: ArgKey, value: &Expr| {
             let ty = model.ty(value);
-            if let Expr::Name(name) = value {
+            // The parameter itself, or a view of it (`lens[start:end]`, `lens[i]`): memory
+            // where the parameter's is.
+            let passed = match value {
+                Expr::Subscript(subscript) => &*subscript.value,
+                other => other,
+            };
+            if let Expr::Name(name) = passed {
                 if !ty.is_host() && model.is_parameter(name.id.as_str()) {
                     args.params.push((key.clone(), name.id.as_str().into()));
                 }
