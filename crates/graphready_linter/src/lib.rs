@@ -48,6 +48,8 @@ pub fn mentions_torch(source: &[u8]) -> bool {
 
 /// Return types of functions in other modules, by qualified name (`pkg.mod.helper`).
 pub(crate) type ExternalReturns = rustc_hash::FxHashMap<String, semantic::Ty>;
+/// The positions' types of the tuples other modules' functions return, by qualified name.
+pub(crate) type ExternalTupleReturns = rustc_hash::FxHashMap<String, Box<[semantic::Ty]>>;
 
 /// The findings of one file and what the project-wide analysis needs from it.
 #[derive(Debug, Default)]

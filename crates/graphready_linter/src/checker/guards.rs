@@ -312,7 +312,10 @@ fn is_other_platform(test: &Expr) -> bool {
         })
 }
 
-/// `if not hasattr(self, "t"): self.register_buffer("t", make())` on a class that lasts.
+/// `if not hasattr(self, "t"): self.register_buffer("t", make())` on a class that lasts, or
+/// `if not hasattr(layer, "_t"): ...; layer._t = ...` on an object the function is handed: a
+/// private attribute attached from outside marks a cache on an object that lasts (a layer),
+/// where a public one may be a field of a record made again every step.
 fn is_lazy_attribute(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
     let Expr::UnaryOp(ast::ExprUnaryOp {
         op: ast::UnaryOp::Not,
@@ -331,9 +334,11 @@ fn is_lazy_attribute(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
         return false;
     };
     let name = name.value.to_str();
-    if function.id.as_str() != "hasattr"
-        || !model.is_lasting_self_attribute(receiver.id.as_str(), name)
-    {
+    let lasting = model.is_lasting_self_attribute(receiver.id.as_str(), name)
+        || (name.starts_with('_')
+            && model.self_name() != Some(receiver.id.as_str())
+            && model.is_parameter(receiver.id.as_str()));
+    if function.id.as_str() != "hasattr" || !lasting {
         return false;
     }
     let sets = |stmt: &ast::Stmt| match stmt {

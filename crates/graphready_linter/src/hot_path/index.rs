@@ -349,39 +349,6 @@ impl<'s> ProjectIndex<'s> {
         targets
     }
 
-    /// The functions that some call in the project may run through a call of `method`
-    /// (`self.mlp(x)` and `layer.forward(x)` are calls of `forward`).
-    pub fn called_through(&self, method: &str) -> FxHashSet<NodeId> {
-        self.modules
-            .par_iter()
-            .enumerate()
-            .flat_map_iter(|(module, summary)| {
-                summary
-                    .functions
-                    .iter()
-                    .flat_map(|function| &function.calls)
-                    .filter(|site| site.target.method_name() == method)
-                    .flat_map(move |site| self.resolve(module, &site.target))
-            })
-            .collect()
-    }
-
-    /// The module forwards invoked in guarded code (see
-    /// [`crate::summary::FunctionSummary::guarded_invocations`]).
-    pub fn invoked_guarded(&self) -> FxHashSet<NodeId> {
-        self.modules
-            .par_iter()
-            .enumerate()
-            .flat_map_iter(|(module, summary)| {
-                summary
-                    .functions
-                    .iter()
-                    .flat_map(|function| &function.guarded_invocations)
-                    .flat_map(move |target| self.resolve(module, target))
-            })
-            .collect()
-    }
-
     pub fn link(&self, node: NodeId) -> ChainLink {
         let function = self.function(node);
         ChainLink {

@@ -11,6 +11,7 @@ mod args;
 mod derived;
 mod held;
 mod index;
+mod invocations;
 mod properties;
 mod steps;
 mod types;

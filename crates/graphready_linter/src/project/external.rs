@@ -12,23 +12,28 @@ pub(super) struct ExternalFacts {
     pub(super) returns: ExternalReturns,
     /// Functions whose every return is an uninitialised buffer, by qualified name.
     pub(super) uninitialized: rustc_hash::FxHashSet<String>,
+    /// The positions of the tuples functions return, where one says where a tensor lives.
+    pub(super) tuple_returns: crate::ExternalTupleReturns,
     /// Input fields the project's processors keep on the host (phase 1 found them).
     pub(super) host_fields: rustc_hash::FxHashSet<String>,
 }
 
 impl ExternalFacts {
     pub(super) fn knows(&self, qualified: &str) -> bool {
-        self.returns.contains_key(qualified) || self.uninitialized.contains(qualified)
+        self.returns.contains_key(qualified)
+            || self.uninitialized.contains(qualified)
+            || self.tuple_returns.contains_key(qualified)
     }
 
     pub(super) fn is_empty(&self) -> bool {
-        self.returns.is_empty() && self.uninitialized.is_empty()
+        self.returns.is_empty() && self.uninitialized.is_empty() && self.tuple_returns.is_empty()
     }
 }
 
 pub(super) fn external_returns(summaries: &[ModuleSummary]) -> ExternalFacts {
     let mut table = ExternalReturns::default();
     let mut uninitialized = rustc_hash::FxHashSet::default();
+    let mut tuples = crate::ExternalTupleReturns::default();
     for summary in summaries {
         let Some(module) = &summary.module else {
             continue;
@@ -44,10 +49,14 @@ pub(super) fn external_returns(summaries: &[ModuleSummary]) -> ExternalFacts {
             if module_level && function.returns_uninitialized {
                 uninitialized.insert(format!("{module}.{}", function.qualname));
             }
+            if let (true, Some(elements)) = (module_level, &function.tuple_returns) {
+                tuples.insert(format!("{module}.{}", function.qualname), elements.clone());
+            }
         }
     }
     let mut aliases = Vec::new();
     let mut uninitialized_aliases = Vec::new();
+    let mut tuple_aliases = Vec::new();
     for import in crate::summary::import_aliases(summaries) {
         if let Some(ty) = table.get(import.qualified) {
             aliases.push((import.alias(), *ty));
@@ -55,12 +64,17 @@ pub(super) fn external_returns(summaries: &[ModuleSummary]) -> ExternalFacts {
         if uninitialized.contains(import.qualified) {
             uninitialized_aliases.push(import.alias());
         }
+        if let Some(elements) = tuples.get(import.qualified) {
+            tuple_aliases.push((import.alias(), elements.clone()));
+        }
     }
     table.extend(aliases);
     uninitialized.extend(uninitialized_aliases);
+    tuples.extend(tuple_aliases);
     ExternalFacts {
         returns: table,
         uninitialized,
+        tuple_returns: tuples,
         host_fields: rustc_hash::FxHashSet::default(),
     }
 }

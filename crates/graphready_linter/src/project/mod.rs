@@ -477,6 +477,7 @@ fn phase3(
                 .unwrap_or_default();
             let facts = ProjectFacts {
                 returns: Some(&external.returns),
+                tuple_returns: Some(&external.tuple_returns),
                 param_types: Some(&param_types),
                 uninitialized_buffers: Some(&external.uninitialized),
                 own_returns: Some(&own_returns),

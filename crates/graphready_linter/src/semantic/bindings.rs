@@ -205,9 +205,12 @@ impl<'a> SemanticModel<'a> {
         }
         // `embeds, mask = self._gather(n)` of a function of this module returning such pairs.
         if let (Expr::Tuple(targets), Expr::Call(call)) = (target, value) {
-            if let Some(elements) = self.local_tuple_return(call) {
+            let elements = self
+                .local_tuple_return(call)
+                .map(<[Ty]>::to_vec)
+                .or_else(|| self.external_tuple_return(call).map(<[Ty]>::to_vec));
+            if let Some(elements) = elements {
                 if elements.len() == targets.elts.len() {
-                    let elements = elements.to_vec();
                     for (target, ty) in targets.elts.iter().zip(elements) {
                         self.bind_target(target, ty);
                     }

@@ -146,8 +146,9 @@ impl SemanticModel<'_> {
 impl SemanticModel<'_> {
     /// What an unknown function or method told to build its result on the CPU returns
     /// (`grammar.allocate_vocab_mask(n, device="cpu")`): a host tensor, pinned when it was asked to
-    /// be. Constructors (capitalised names) build objects, and loaders (`load_file(path,
-    /// device="cpu")`) state dicts, not tensors.
+    /// be, and otherwise of unknown pinning (the function may pin it itself, as xgrammar's
+    /// bitmask allocation does). Constructors (capitalised names) build objects, and loaders
+    /// (`load_file(path, device="cpu")`) state dicts, not tensors.
     fn built_on_host(&self, call: &ast::ExprCall) -> Option<Ty> {
         let name = match &*call.func {
             Expr::Name(name) => name.id.as_str(),
@@ -167,7 +168,7 @@ impl SemanticModel<'_> {
         Some(if pinned {
             Ty::PinnedTensor
         } else {
-            Ty::PageableTensor
+            Ty::CpuTensor
         })
     }
 

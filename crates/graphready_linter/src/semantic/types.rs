@@ -127,6 +127,8 @@ impl From<Returns> for Ty {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ProjectFacts<'a> {
     pub returns: Option<&'a FxHashMap<String, Ty>>,
+    /// The positions' types of the tuples other modules' functions return, by qualified name.
+    pub tuple_returns: Option<&'a FxHashMap<String, Box<[Ty]>>>,
     /// Function qualified name inside the module → parameters that receive device tensors.
     pub param_types: Option<&'a FxHashMap<String, Vec<(String, Ty)>>>,
     /// Other modules' functions whose every return is a buffer from `torch.empty` and friends
@@ -259,7 +261,13 @@ impl<'a> SemanticModel<'a> {
     /// The positions' types of the tuple a call of this module's function returns.
     pub(super) fn local_tuple_return(&self, call: &ast::ExprCall) -> Option<&[Ty]> {
         let qualname = match &*call.func {
-            Expr::Name(name) if self.lookup(name.id.as_str()).is_none() => {
+            // A function of this module (its `def` binds a host value) or of an enclosing one.
+            Expr::Name(name)
+                if matches!(
+                    self.lookup(name.id.as_str()),
+                    None | Some(Binding::Value(Ty::Host))
+                ) =>
+            {
                 name.id.as_str().to_string()
             }
             Expr::Attribute(attribute) => {
@@ -272,6 +280,16 @@ impl<'a> SemanticModel<'a> {
             .learned_tuple_returns
             .get(&qualname)
             .map(Vec::as_slice)
+    }
+
+    /// The positions' types of the tuple a call of another module's function returns.
+    pub(super) fn external_tuple_return(&self, call: &ast::ExprCall) -> Option<&'a [Ty]> {
+        let qualified = self.qualified_name(&call.func)?;
+        self.types
+            .facts
+            .tuple_returns?
+            .get(&*qualified)
+            .map(|elements| &**elements)
     }
 
     /// Records what a function of this module returns, for its callers visited later.

@@ -68,7 +68,7 @@ pub(crate) struct SummaryBuilder<'a> {
     return_types: Vec<Option<Ty>>,
     /// Per function: the positions' types of the tuples returned so far; `Some(None)` once a
     /// return is not a tuple of the same length.
-    tuple_returns: Vec<Option<Option<Vec<Ty>>>>,
+    tuple_returns: Vec<Option<Option<Vec<Option<Ty>>>>>,
     /// What each function's return annotation says of its value, innermost last.
     annotated_returns: Vec<Ty>,
     /// Locals bound to instances of known classes, per function.
@@ -294,6 +294,7 @@ impl<'a> SummaryBuilder<'a> {
             markers,
             calls: Vec::new(),
             guarded_invocations: Vec::new(),
+            tuple_returns: None,
             captured_calls: Vec::new(),
             capture_blocks: Vec::new(),
             replays_graph: false,
@@ -404,45 +405,6 @@ impl<'a> SummaryBuilder<'a> {
             if let Some(depth) = self.while_depths.last_mut() {
                 *depth = depth.saturating_sub(1);
             }
-        }
-    }
-
-    /// A function's body was visited: its summary is complete.
-    pub(crate) fn exit_function(&mut self, model: &mut SemanticModel) {
-        self.method_self = self.saved_method_self.pop().flatten();
-        self.local_defs.pop();
-        self.instances.pop();
-        self.locals.pop();
-        self.loop_depths.pop();
-        self.while_depths.pop();
-        self.method_aliases.pop();
-        self.function_aliases.pop();
-        self.globals.pop();
-        let tuple = self.tuple_returns.pop().flatten().flatten();
-        let inferred = self.return_types.pop().flatten().unwrap_or(Ty::Host);
-        // An annotation that names a host list (of lists) says more than host values returned
-        // through helpers nothing types (`-> list[list[int]]`).
-        let returns = match (inferred, self.annotated_returns.pop()) {
-            (
-                Ty::Host | Ty::HostList | Ty::Unknown,
-                Some(annotated @ (Ty::HostList | Ty::HostLists)),
-            ) => annotated,
-            _ => inferred,
-        };
-        if let Some(mut summary) = self.building.pop() {
-            // A helper whose every return is a capture or compile predicate guards like one.
-            summary.returns = if model.is_learned_predicate(&summary.qualname) {
-                Ty::CaptureFlag
-            } else {
-                returns
-            };
-            summary.returns_uninitialized =
-                model.is_learned_uninitialized_buffer(&summary.qualname);
-            model.learn_return(&summary.qualname, returns);
-            if let Some(elements) = tuple {
-                model.learn_tuple_return(&summary.qualname, elements);
-            }
-            self.summary.functions.push(summary);
         }
     }
 

@@ -148,6 +148,9 @@ pub struct FunctionSummary {
     /// Line ranges (inclusive) of the function's outermost loops.
     pub loops: Vec<(u32, u32)>,
     pub returns: Ty,
+    /// The type of each position of the tuples the function returns on every path, when one
+    /// says where a tensor lives (`-> (should_split, counts_cpu, mode)`).
+    pub tuple_returns: Option<Box<[Ty]>>,
     /// The parameters in order (`self` included for methods).
     pub params: Vec<Param>,
     /// The class the return annotation names, when it names one.

@@ -12,10 +12,16 @@ impl SummaryBuilder<'_> {
         if !self.returns_only {
             self.returned_values(model, value);
         }
-        let elements: Option<Vec<Ty>> = match value {
-            Some(Expr::Tuple(tuple)) if !tuple.elts.iter().any(Expr::is_starred_expr) => {
-                Some(tuple.elts.iter().map(|element| model.ty(element)).collect())
-            }
+        // A `None` in a position is the value's absence (`return False, None, 0` beside `return
+        // True, counts, 1`): the position holds what the other returns put there.
+        let elements: Option<Vec<Option<Ty>>> = match value {
+            Some(Expr::Tuple(tuple)) if !tuple.elts.iter().any(Expr::is_starred_expr) => Some(
+                tuple
+                    .elts
+                    .iter()
+                    .map(|element| (!element.is_none_literal_expr()).then(|| model.ty(element)))
+                    .collect(),
+            ),
             _ => None,
         };
         if let Some(slot) = self.tuple_returns.last_mut() {
@@ -25,7 +31,10 @@ impl SummaryBuilder<'_> {
                     previous
                         .iter()
                         .zip(elements)
-                        .map(|(a, b)| a.join(b))
+                        .map(|(a, b)| match (*a, b) {
+                            (Some(a), Some(b)) => Some(a.join(b)),
+                            (a, b) => a.or(b),
+                        })
                         .collect(),
                 ),
                 _ => None,
@@ -73,6 +82,64 @@ impl SummaryBuilder<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// A function's body was visited: its summary is complete.
+    pub(crate) fn exit_function(&mut self, model: &mut SemanticModel) {
+        self.method_self = self.saved_method_self.pop().flatten();
+        self.local_defs.pop();
+        self.instances.pop();
+        self.locals.pop();
+        self.loop_depths.pop();
+        self.while_depths.pop();
+        self.method_aliases.pop();
+        self.function_aliases.pop();
+        self.globals.pop();
+        // A position only ever `None` holds a host value.
+        let tuple: Option<Vec<Ty>> = self
+            .tuple_returns
+            .pop()
+            .flatten()
+            .flatten()
+            .map(|elements| {
+                elements
+                    .into_iter()
+                    .map(|e| e.unwrap_or(Ty::Host))
+                    .collect()
+            });
+        let inferred = self.return_types.pop().flatten().unwrap_or(Ty::Host);
+        // An annotation that names a host list (of lists) says more than host values returned
+        // through helpers nothing types (`-> list[list[int]]`).
+        let returns = match (inferred, self.annotated_returns.pop()) {
+            (
+                Ty::Host | Ty::HostList | Ty::Unknown,
+                Some(annotated @ (Ty::HostList | Ty::HostLists)),
+            ) => annotated,
+            _ => inferred,
+        };
+        if let Some(mut summary) = self.building.pop() {
+            // A helper whose every return is a capture or compile predicate guards like one.
+            summary.returns = if model.is_learned_predicate(&summary.qualname) {
+                Ty::CaptureFlag
+            } else {
+                returns
+            };
+            summary.returns_uninitialized =
+                model.is_learned_uninitialized_buffer(&summary.qualname);
+            model.learn_return(&summary.qualname, returns);
+            if let Some(elements) = tuple {
+                // Other modules unpacking the tuple learn the positions that say where a tensor
+                // lives.
+                if elements
+                    .iter()
+                    .any(|ty| ty.is_tensor_like() || ty.is_host_tensor() || *ty == Ty::Array)
+                {
+                    summary.tuple_returns = Some(elements.clone().into_boxed_slice());
+                }
+                model.learn_tuple_return(&summary.qualname, elements);
+            }
+            self.summary.functions.push(summary);
         }
     }
 }
