@@ -40,6 +40,10 @@ impl SemanticModel<'_> {
             _ if tensor_api::is_host_factory(qualified) => return Some(factory_memory(call)),
             _ => {}
         }
+        // Told to build on the host (`torch.normal(mean=m, size=(1,), device="cpu")`).
+        if keyword(call, "device").is_some_and(|device| self.is_host_device(device)) {
+            return Some(factory_memory(call));
+        }
         // Functions of host tensors stay on the host, in a new tensor (`torch.sin(cpu_t)`,
         // `torch.cat([a_cpu, b_cpu])`).
         let first = first?;
