@@ -219,9 +219,25 @@ impl<'s> HotPath<'s> {
             .cloned()
             .partition(|entry| called.contains(&entry.node));
         let mut captured = FxHashMap::default();
-        let none = FxHashMap::default();
-        search(&index, &explicit, &eager, &mut captured, &none);
-        search(&index, &roots, &eager, &mut captured, &none);
+        // What the step search and the parameter stage need besides the captured set, on the
+        // other core meanwhile.
+        let ((), (by_name, once, property_reads, attribute_types)) = rayon::join(
+            || {
+                let none = FxHashMap::default();
+                search(&index, &explicit, &eager, &mut captured, &none);
+                search(&index, &roots, &eager, &mut captured, &none);
+            },
+            || {
+                let by_name = steps::sites_by_name(&index);
+                let once: Vec<NodeId> = index
+                    .nodes()
+                    .filter(|node| index.runs_once(*node))
+                    .collect();
+                let property_reads = properties::property_reads(&index);
+                let attribute_types = properties::attribute_types(&index);
+                (by_name, once, property_reads, attribute_types)
+            },
+        );
         // A module forward that other functions call is captured when a captured function
         // calls it. One that no captured function reaches (a vision tower its model runs per
         // request, through a callback table; a sampler the runner calls after the graph) runs
@@ -232,7 +248,8 @@ impl<'s> HotPath<'s> {
             .collect();
         // The per-step host path the code shows: drivers that run the model or replay a graph,
         // their callers, and the loops that call them.
-        let found = steps::find(&index, &captured);
+        let found = steps::find(&index, &captured, &by_name);
+        drop(by_name);
         let driven_by: FxHashMap<NodeId, NodeId> = found
             .entries
             .iter()
@@ -243,7 +260,7 @@ impl<'s> HotPath<'s> {
         steps.extend(uncaptured);
         // Set-up and measuring harnesses run once, even when per-step code calls them.
         let mut breaks = eager.clone();
-        breaks.extend(index.nodes().filter(|node| index.runs_once(*node)));
+        breaks.extend(once);
         let mut stalled = FxHashMap::default();
         search(&index, &steps, &breaks, &mut stalled, &captured);
         let drivers: FxHashSet<NodeId> = found
@@ -256,8 +273,6 @@ impl<'s> HotPath<'s> {
         dedup_entries(&mut capture_entries);
         dedup_entries(&mut steps);
         let param_types = args::param_types(&index, &captured, &stalled, &drivers);
-        let property_reads = properties::property_reads(&index);
-        let attribute_types = properties::attribute_types(&index);
         let mut eager: Vec<NodeId> = eager.into_iter().collect();
         eager.sort();
         HotPath {

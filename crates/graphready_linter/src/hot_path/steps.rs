@@ -197,7 +197,29 @@ pub(super) struct Steps {
 /// iteration (a driver: its loop bodies and what they call run every step) or to callers nobody
 /// calls (run every step whole). A function that runs the model inside a loop is a driver
 /// itself (a decode loop): what it does outside the loop runs once per call, not per step.
-pub(super) fn find(index: &ProjectIndex, captured: &FxHashMap<NodeId, Option<NodeId>>) -> Steps {
+/// Call sites by the name they call (see [`sites_by_name`]).
+pub(super) type SitesByName<'s> = FxHashMap<&'s str, Vec<(NodeId, usize)>>;
+
+/// Call sites by the name they call, so that the callers of a function are found without
+/// resolving every call of the project.
+pub(super) fn sites_by_name<'s>(index: &ProjectIndex<'s>) -> SitesByName<'s> {
+    let mut by_name: SitesByName<'s> = FxHashMap::default();
+    for node in index.nodes() {
+        for (site, call) in index.function(node).calls.iter().enumerate() {
+            by_name
+                .entry(call.target.method_name())
+                .or_default()
+                .push((node, site));
+        }
+    }
+    by_name
+}
+
+pub(super) fn find(
+    index: &ProjectIndex,
+    captured: &FxHashMap<NodeId, Option<NodeId>>,
+    by_name: &SitesByName,
+) -> Steps {
     let mut steps = Steps::default();
     let mut queue = VecDeque::new();
     let mut seen = FxHashSet::default();
@@ -231,17 +253,6 @@ pub(super) fn find(index: &ProjectIndex, captured: &FxHashMap<NodeId, Option<Nod
     }
     if queue.is_empty() {
         return steps;
-    }
-    // Call sites by the name they call, so that the callers of a function are found without
-    // resolving every call of the project.
-    let mut by_name: FxHashMap<&str, Vec<(NodeId, usize)>> = FxHashMap::default();
-    for node in index.nodes() {
-        for (site, call) in index.function(node).calls.iter().enumerate() {
-            by_name
-                .entry(call.target.method_name())
-                .or_default()
-                .push((node, site));
-        }
     }
     while let Some(callee) = queue.pop_front() {
         if seen.len() > MAX_CALLERS {
