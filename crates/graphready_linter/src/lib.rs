@@ -173,6 +173,19 @@ pub(crate) fn field_declarations(bytes: &[u8]) -> Option<(Vec<String>, Vec<Strin
     Some((owned(&declarations.kept), owned(&declarations.on_device)))
 }
 
+/// The environment flags a file declares off by default (see `semantic::env_flags`), when it
+/// keeps a registry of them; read before the project's files are checked.
+pub(crate) fn env_flag_declarations(bytes: &[u8]) -> Option<Vec<String>> {
+    if memchr::memmem::find(bytes, b"EnvBool(").is_none()
+        && memchr::memmem::find(bytes, b"lambda: bool(").is_none()
+    {
+        return None;
+    }
+    let source = std::str::from_utf8(bytes).ok()?;
+    let parsed = ruff_python_parser::parse_module(source).ok()?;
+    Some(semantic::off_flags(parsed.syntax()))
+}
+
 /// Whether a module's dotted name (or, outside a package, its file name) says it serves a
 /// device without CUDA graphs: a package or a word of the module's name is `npu`, `xpu`, `tpu`,
 /// `hpu`, `mps`, `mlx`, `ascend` or `neuron` (`srt.hardware_backend.npu.attention...`,

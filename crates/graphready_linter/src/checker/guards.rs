@@ -471,6 +471,9 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
         // `if self.debug_mode:`, `if envs.SGLANG_DEBUG_MEMORY_POOL.get():`: checks a user turns
         // on to debug, off in serving.
         test if !negated && is_debug_switch(test) => true,
+        // `if envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get():`, `if envs.VLLM_X:` with the flag declared
+        // off by default: code for those who turn it on, off the serving path as shipped.
+        test if !negated && model.is_off_flag(test) => true,
         // `if current_platform.is_xpu():`, `if _is_npu:`: code for a device without CUDA graphs.
         test if !negated && is_other_platform(test) => true,
         Expr::Attribute(attribute) if attribute.attr.id.as_str() == "is_cuda" => negated,

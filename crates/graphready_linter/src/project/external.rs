@@ -16,6 +16,8 @@ pub(super) struct ExternalFacts {
     pub(super) tuple_returns: crate::ExternalTupleReturns,
     /// Input fields the project's processors keep on the host (phase 1 found them).
     pub(super) host_fields: rustc_hash::FxHashSet<String>,
+    /// Environment flags the project declares off by default (phase 1 found them).
+    pub(super) off_flags: rustc_hash::FxHashSet<String>,
 }
 
 impl ExternalFacts {
@@ -76,5 +78,6 @@ pub(super) fn external_returns(summaries: &[ModuleSummary]) -> ExternalFacts {
         uninitialized,
         tuple_returns: tuples,
         host_fields: rustc_hash::FxHashSet::default(),
+        off_flags: rustc_hash::FxHashSet::default(),
     }
 }

@@ -189,7 +189,7 @@ pub fn check(
     discover: impl FnOnce(&mut dyn FnMut(SourceFile)) + Send,
 ) -> ProjectReport {
     let started = Instant::now();
-    let (candidates, mut outcomes, discovered, host_fields) = phase1(options, discover);
+    let (candidates, mut outcomes, discovered, host_fields, off_flags) = phase1(options, discover);
     let phase1_done = started.elapsed();
     let rss_phase1 = if options.timing { resident_kib() } else { 0 };
 
@@ -204,6 +204,7 @@ pub fn check(
         || external_returns(&summaries),
     );
     external.host_fields = host_fields;
+    external.off_flags = off_flags;
     let no_entries = hot.library || !hot.has_entries();
     let scope = match options.scope {
         Scope::Hot if !hot.has_entries() => Scope::All,
@@ -307,7 +308,7 @@ pub fn check(
 /// that a model reads a field its processor in another module keeps on the host as a host
 /// tensor, and passes it on as one. Returns the candidates in
 /// discovery order, the outcomes (files that never mention `torch` have none), the discovery
-/// time and the project's host-resident fields.
+/// time, the project's host-resident fields and its environment flags off by default.
 fn phase1(
     options: &Options,
     discover: impl FnOnce(&mut dyn FnMut(SourceFile)) + Send,
@@ -315,6 +316,7 @@ fn phase1(
     Vec<Candidate>,
     Vec<Outcome>,
     Duration,
+    rustc_hash::FxHashSet<String>,
     rustc_hash::FxHashSet<String>,
 ) {
     let started = Instant::now();
@@ -348,6 +350,11 @@ fn phase1(
                         declared.on_device.extend(fields.1);
                     }
                 }
+                if let Some(flags) = crate::env_flag_declarations(&bytes) {
+                    if let Ok(mut declared) = declared.lock() {
+                        declared.off_flags.extend(flags);
+                    }
+                }
                 let source = if worth_checking(&path, &bytes) {
                     Preread::Source(bytes)
                 } else {
@@ -360,9 +367,12 @@ fn phase1(
         });
         discovered = started.elapsed();
     });
-    let host_fields = declared.into_inner().unwrap_or_default().host_fields();
+    let declared = declared.into_inner().unwrap_or_default();
+    let off_flags = declared.off_flags.clone();
+    let host_fields = declared.host_fields();
     let facts = ProjectFacts {
         host_fields: non_empty(&host_fields),
+        off_flags: non_empty(&off_flags),
         ..ProjectFacts::default()
     };
     let mut sources: Vec<Preread> = candidates.iter().map(|_| Preread::Unread).collect();
@@ -378,14 +388,16 @@ fn phase1(
             check_file(index, candidate, options, facts, None, true, source)
         })
         .collect();
-    (candidates, outcomes, discovered, host_fields)
+    (candidates, outcomes, discovered, host_fields, off_flags)
 }
 
-/// The input fields the project's processors declare.
+/// The input fields the project's processors declare, and the environment flags its registries
+/// declare off by default.
 #[derive(Default)]
 struct FieldTally {
     kept: rustc_hash::FxHashSet<String>,
     on_device: rustc_hash::FxHashSet<String>,
+    off_flags: rustc_hash::FxHashSet<String>,
 }
 
 impl FieldTally {
@@ -484,6 +496,7 @@ fn phase3(
                 module_classes: Some(module_classes),
                 property_reads: Some(&property_reads),
                 host_fields: non_empty(&external.host_fields),
+                off_flags: non_empty(&external.off_flags),
                 attribute_types: Some(&attribute_types),
             };
             check_file(

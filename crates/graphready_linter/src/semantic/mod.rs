@@ -7,6 +7,7 @@ mod bindings;
 mod cache;
 mod calls;
 mod classes;
+mod env_flags;
 mod fields;
 mod host_memory;
 mod masks;
@@ -16,6 +17,7 @@ mod syntax;
 pub(crate) mod tensor_api;
 mod types;
 
+pub(crate) use env_flags::off_flags;
 pub(crate) use fields::field_declarations;
 pub use host_memory::is_legacy_host_type;
 pub use model::SemanticModel;

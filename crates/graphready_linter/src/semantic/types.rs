@@ -145,6 +145,8 @@ pub struct ProjectFacts<'a> {
     pub property_reads: Option<&'a FxHashMap<String, Vec<PropertyRead>>>,
     /// Input fields the project's processors keep on the host (see `super::fields`).
     pub host_fields: Option<&'a rustc_hash::FxHashSet<String>>,
+    /// Environment flags the project declares off by default (see `super::env_flags`).
+    pub off_flags: Option<&'a rustc_hash::FxHashSet<String>>,
     /// Function qualified name inside the module → `(parameter, field, type)` for the host-data
     /// fields its class-typed parameters carry.
     pub attribute_types: Option<&'a FxHashMap<String, Vec<AttributeType>>>,

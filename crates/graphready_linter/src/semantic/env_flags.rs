@@ -1,0 +1,127 @@
+//! Environment flags that a project declares off by default: a switch a user turns on for one
+//! investigation or one opt-in feature, so that code behind it is off the serving path as
+//! shipped. Read from the registries engines keep, before any file is checked:
+//!
+//! - SGLang's `class Envs:` with `SGLANG_TRACE_LOGITS_E2E_SYNC = EnvBool(False)`, read as
+//!   `envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get()`;
+//! - vLLM's `environment_variables = {"VLLM_X": lambda: bool(int(os.getenv("VLLM_X", "0")))}`,
+//!   read as `envs.VLLM_X`.
+
+use super::model::SemanticModel;
+use crate::util::last_segment;
+use ruff_python_ast::visitor::{self, Visitor};
+use ruff_python_ast::{self as ast, Expr, Stmt};
+
+/// The names of the flags a module declares off by default.
+pub(crate) fn off_flags(module: &ast::ModModule) -> Vec<String> {
+    let mut collector = Collector::default();
+    collector.visit_body(&module.body);
+    collector.off
+}
+
+#[derive(Default)]
+struct Collector {
+    off: Vec<String>,
+}
+
+impl<'a> Visitor<'a> for Collector {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        // `NAME = EnvBool(False)` (or `default=False`).
+        if let Stmt::Assign(assign) = stmt {
+            if let ([Expr::Name(name)], Expr::Call(call)) = (&*assign.targets, &*assign.value) {
+                let declared_bool = last_segment(&call.func).is_some_and(|f| f == "EnvBool");
+                let default = call.arguments.args.first().or_else(|| {
+                    call.arguments
+                        .keywords
+                        .iter()
+                        .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "default"))
+                        .map(|k| &k.value)
+                });
+                if declared_bool && matches!(default, Some(Expr::BooleanLiteral(b)) if !b.value) {
+                    self.off.push(name.id.to_string());
+                }
+            }
+        }
+        visitor::walk_stmt(self, stmt);
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        // `"NAME": lambda: bool(int(os.getenv("NAME", "0")))`.
+        if let Expr::Dict(dict) = expr {
+            for item in &dict.items {
+                let (Some(Expr::StringLiteral(key)), Expr::Lambda(lambda)) =
+                    (&item.key, &item.value)
+                else {
+                    continue;
+                };
+                let key = key.value.to_str();
+                if reads_off_default(&lambda.body, key, 0) {
+                    self.off.push(key.to_string());
+                }
+            }
+        }
+        visitor::walk_expr(self, expr);
+    }
+}
+
+/// Whether a flag's reader wraps `os.getenv(key, "0")` (or `"false"`) in `bool(...)`: a
+/// boolean whose default is off.
+fn reads_off_default(expr: &Expr, key: &str, depth: u8) -> bool {
+    let Expr::Call(call) = expr else {
+        return false;
+    };
+    if depth > 3 {
+        return false;
+    }
+    let name = last_segment(&call.func);
+    if depth > 0 && matches!(name, Some("getenv" | "get")) {
+        return matches!(&*call.arguments.args, [Expr::StringLiteral(k), Expr::StringLiteral(d)]
+            if k.value.to_str() == key && matches!(d.value.to_str(), "0" | "false" | "False"));
+    }
+    let wraps = matches!(name, Some("bool" | "int")) && (depth > 0 || name == Some("bool"));
+    wraps
+        && call
+            .arguments
+            .args
+            .first()
+            .is_some_and(|inner| reads_off_default(inner, key, depth + 1))
+}
+
+impl SemanticModel<'_> {
+    /// Whether a test reads an environment flag the project declares off by default:
+    /// `envs.NAME.get()`, `envs.NAME.value`, `envs.NAME`, or `get_bool_env_var("NAME")` without
+    /// a default that turns it on.
+    pub fn is_off_flag(&self, test: &Expr) -> bool {
+        let declared = |name: &str| {
+            self.types
+                .facts
+                .off_flags
+                .is_some_and(|flags| flags.contains(name))
+        };
+        match test {
+            Expr::Attribute(attribute) => match (&*attribute.value, attribute.attr.as_str()) {
+                (Expr::Attribute(flag), "value") => declared(flag.attr.as_str()),
+                (_, name) => declared(name),
+            },
+            Expr::Call(call) => match (&*call.func, &*call.arguments.args) {
+                (Expr::Attribute(method), []) if method.attr.as_str() == "get" => {
+                    matches!(&*method.value, Expr::Attribute(flag) if declared(flag.attr.as_str()))
+                }
+                (func, [Expr::StringLiteral(_), ..]) => {
+                    let reads_bool =
+                        last_segment(func).is_some_and(|name| name == "get_bool_env_var");
+                    let default_off = match call.arguments.args.get(1) {
+                        None => true,
+                        Some(Expr::StringLiteral(d)) => {
+                            matches!(d.value.to_str(), "0" | "false" | "False")
+                        }
+                        Some(_) => false,
+                    };
+                    reads_bool && default_off
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+}
