@@ -10,7 +10,7 @@
 //! property whose read copies to the host, a sampler a state's hook returns in a tuple that the
 //! runner unpacks into its fields, a vision tower only uncaptured code calls, an audio tower held
 //! through a nested attribute (a submodule, never a captured model of its own), and the set-up and
-//! harness code that must stay out of the default scope.
+//! harness code that must stay out of the default scope, with an eager break of a breakable graph.
 
 use graphready_linter::project::{self, Options, Scope, SourceFile};
 use graphready_linter::{HotPathSettings, RuleSet, Settings};
@@ -405,6 +405,8 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             // The property's own copy: its reads are reported where they happen (the property
             // is read, not called, so nothing reaches it).
             ("engine/batch.py", 26),
+            // An eager break of a breakable graph (`@eager_on_graph`).
+            ("engine/breakable.py", 20),
             ("engine/generation.py", 15),
             // Called only under a guard its body makes false (a buffer put back in float32).
             ("engine/rotary.py", 29),

@@ -19,8 +19,9 @@ mod lookups;
 mod returns;
 mod types;
 
-/// Decorators that mark an eager break (breakable-graph runtimes, compiler opt-outs).
-const EAGER_DECORATORS: &[&str] = &["no_graph", "disable"];
+/// Decorators that mark an eager break (breakable-graph runtimes: SGLang's `@eager_on_graph`
+/// runs its function between the captured segments; compiler opt-outs).
+const EAGER_DECORATORS: &[&str] = &["no_graph", "eager_on_graph", "disable"];
 
 /// `torch.compile` modes that capture CUDA graphs.
 const GRAPH_MODES: &[&str] = &["reduce-overhead", "max-autotune"];
@@ -247,7 +248,8 @@ impl<'a> SummaryBuilder<'a> {
                     Expr::Call(call) => &call.func,
                     other => other,
                 });
-                // `@disable` only from the compiler namespaces; `@no_graph` from anywhere.
+                // `@disable` only from the compiler namespaces; `@no_graph` and `@eager_on_graph`
+                // from anywhere.
                 let is_break = match last_segment(expr) {
                     Some("disable") => qualified.is_some_and(|q| {
                         q.starts_with("torch.compiler") || q.starts_with("torch._dynamo")
