@@ -31,6 +31,9 @@ impl<'a> SemanticModel<'a> {
                 })
                 .or_insert(ty);
         };
+        // Attributes set from an off-by-default flag, and those set otherwise somewhere.
+        let mut flagged: Vec<&'a str> = Vec::new();
+        let mut unflagged: Vec<&'a str> = Vec::new();
         for stmt in &class.body {
             match stmt {
                 Stmt::AnnAssign(assign) => {
@@ -71,6 +74,11 @@ impl<'a> SemanticModel<'a> {
                                 })
                                 .or_insert(held);
                         }
+                        if value.is_some_and(|value| self.is_off_flag(value)) {
+                            flagged.push(name);
+                        } else {
+                            unflagged.push(name);
+                        }
                         let ty = match value {
                             Some(value) => self.ty(value),
                             None => Ty::Tensor,
@@ -82,6 +90,9 @@ impl<'a> SemanticModel<'a> {
                 _ => {}
             }
         }
+        flagged.retain(|name| !unflagged.contains(name));
+        flagged.dedup();
+        info.off_flags = flagged;
         info
     }
 

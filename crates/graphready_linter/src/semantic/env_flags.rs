@@ -99,6 +99,15 @@ impl SemanticModel<'_> {
                 .is_some_and(|flags| flags.contains(name))
         };
         match test {
+            // `self.trace` where the class sets it only from such a flag.
+            Expr::Attribute(attribute)
+                if matches!(&*attribute.value, Expr::Name(receiver)
+                    if self.self_name() == Some(receiver.id.as_str())) =>
+            {
+                self.self_class()
+                    .and_then(|(class, _)| self.classes.get(class))
+                    .is_some_and(|info| info.off_flags.contains(&attribute.attr.as_str()))
+            }
             Expr::Attribute(attribute) => match (&*attribute.value, attribute.attr.as_str()) {
                 (Expr::Attribute(flag), "value") => declared(flag.attr.as_str()),
                 (_, name) => declared(name),

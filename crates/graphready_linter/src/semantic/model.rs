@@ -58,6 +58,9 @@ pub struct ClassInfo<'a> {
     /// A `@dataclass`: a record, made anew as data flows (a batch, a step's metadata), so that
     /// a cache on one of its instances is made again for every record.
     pub record: bool,
+    /// Attributes every method sets from an environment flag declared off by default
+    /// (`self.trace = envs.SGLANG_TRACE.get()`): a switch kept on the instance.
+    pub off_flags: Vec<&'a str>,
 }
 
 /// The values bindings replaced, in order: undone to leave a clause of an `if` statement.
