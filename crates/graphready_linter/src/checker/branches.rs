@@ -27,12 +27,18 @@ impl<'a> Checker<'a> {
         // clause bound them (`if isinstance(x, Tensor): x = x.tolist() else: ... x ...`).
         // `if isinstance(x, (int, float)):` makes `x` a host value in the body only.
         let narrowing = self.model.isinstance_narrowing(&if_stmt.test);
-        let branches = !if_stmt.elif_else_clauses.is_empty() || narrowing.is_some();
+        // `if x.is_cpu: ... else: ...`: `x` lives on the host in the body, on the device after.
+        let device = self.model.device_narrowing(&if_stmt.test);
+        let branches =
+            !if_stmt.elif_else_clauses.is_empty() || narrowing.is_some() || device.is_some();
         if branches {
             self.model.begin_clauses();
             self.model.enter_branch();
         }
         if let Some((name, ty)) = narrowing {
+            self.model.narrow(name, ty);
+        }
+        if let Some((name, Some(ty), _)) = device {
             self.model.narrow(name, ty);
         }
         self.visit_guarded(body_safe, &if_stmt.body);
@@ -44,6 +50,9 @@ impl<'a> Checker<'a> {
             guards::safe_when(&self.model, self.settings, &if_stmt.test, true);
         for clause in &if_stmt.elif_else_clauses {
             self.model.enter_branch();
+            if let Some((name, _, Some(ty))) = device {
+                self.model.narrow(name, ty);
+            }
             let saved = self.safe_depth;
             self.safe_depth += u32::from(earlier_false_safe);
             match &clause.test {

@@ -63,6 +63,41 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
+    /// What a device test says of a tensor name, when it holds and when it fails: `x.is_cpu`
+    /// makes `x` a host tensor, or a device tensor where the test failed (`else`); `x.is_cuda`
+    /// a device tensor where it held; `not` swaps the two.
+    pub fn device_narrowing(&self, test: &'a Expr) -> Option<(&'a str, Option<Ty>, Option<Ty>)> {
+        match test {
+            Expr::UnaryOp(ast::ExprUnaryOp {
+                op: ast::UnaryOp::Not,
+                operand,
+                ..
+            }) => {
+                let (name, held, failed) = self.device_narrowing(operand)?;
+                Some((name, failed, held))
+            }
+            Expr::Attribute(attribute) => {
+                let Expr::Name(subject) = &*attribute.value else {
+                    return None;
+                };
+                match attribute.attr.as_str() {
+                    "is_cpu" => {
+                        let current = self.ty(&attribute.value);
+                        let host = if current.is_host_tensor() {
+                            current
+                        } else {
+                            Ty::CpuTensor
+                        };
+                        Some((subject.id.as_str(), Some(host), Some(Ty::Tensor)))
+                    }
+                    "is_cuda" => Some((subject.id.as_str(), Some(Ty::Tensor), None)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// What an `isinstance` test that passed says of a name: `isinstance(x, (int, float))`
     /// makes `x` a host value (a number, a string, a container: `int`, `float`, `bool`, `str`,
     /// `bytes`, `list`, `tuple`, `dict`, `set`, `numbers.Number` and its kinds),
