@@ -3,30 +3,42 @@
 //! guarded code.
 
 use super::index::{NodeId, ProjectIndex};
+use crate::summary::{CallTarget, FunctionSummary};
 use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
-impl ProjectIndex<'_> {
+/// The call targets of one function that a query resolves.
+type Targets<'s> = Box<dyn Iterator<Item = &'s CallTarget> + 's>;
+
+impl<'s> ProjectIndex<'s> {
     /// The functions that some call in the project may run through a call of `method`
     /// (`self.mlp(x)` and `layer.forward(x)` are calls of `forward`).
     pub fn called_through(&self, method: &str) -> FxHashSet<NodeId> {
-        self.modules()
-            .par_iter()
-            .enumerate()
-            .flat_map_iter(|(module, summary)| {
-                summary
-                    .functions
+        self.resolve_all(|function| {
+            Box::new(
+                function
+                    .calls
                     .iter()
-                    .flat_map(|function| &function.calls)
-                    .filter(|site| site.target.method_name() == method)
-                    .flat_map(move |site| self.resolve(module, &site.target))
-            })
-            .collect()
+                    .map(|site| &site.target)
+                    .filter(move |target| target.method_name() == method),
+            )
+        })
     }
 
     /// The module forwards invoked in guarded code (see
     /// [`crate::summary::FunctionSummary::guarded_invocations`]).
     pub fn invoked_guarded(&self) -> FxHashSet<NodeId> {
+        self.resolve_all(|function| Box::new(function.guarded_invocations.iter()))
+    }
+
+    /// What the targets `of` each function of the project picks out resolve to.
+    fn resolve_all<'q>(
+        &self,
+        of: impl Fn(&'s FunctionSummary) -> Targets<'q> + Sync,
+    ) -> FxHashSet<NodeId>
+    where
+        's: 'q,
+    {
         self.modules()
             .par_iter()
             .enumerate()
@@ -34,7 +46,7 @@ impl ProjectIndex<'_> {
                 summary
                     .functions
                     .iter()
-                    .flat_map(|function| &function.guarded_invocations)
+                    .flat_map(&of)
                     .flat_map(move |target| self.resolve(module, target))
             })
             .collect()
