@@ -367,8 +367,8 @@ fn phase1(
         });
         discovered = started.elapsed();
     });
-    let declared = declared.into_inner().unwrap_or_default();
-    let off_flags = declared.off_flags.clone();
+    let mut declared = declared.into_inner().unwrap_or_default();
+    let off_flags = std::mem::take(&mut declared.off_flags);
     let host_fields = declared.host_fields();
     let facts = ProjectFacts {
         host_fields: non_empty(&host_fields),

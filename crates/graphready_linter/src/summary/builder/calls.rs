@@ -99,15 +99,8 @@ impl SummaryBuilder<'_> {
                 })
                 .collect();
         }
-        let instances = self.instances_of(func);
-        if !instances.is_empty() {
-            let mut targets: Vec<CallTarget> = instances
-                .into_iter()
-                .map(|class| CallTarget::InstanceMethod {
-                    class,
-                    method: "forward".to_string(),
-                })
-                .collect();
+        let mut targets = self.invocations_of(func);
+        if !targets.is_empty() {
             // A field also assigned what a call returns (`self.sampler, self.verifier =
             // state.custom_sampler(...)`) holds more than the instances constructed for it.
             if self.computed_field(func) {
@@ -270,17 +263,21 @@ impl SummaryBuilder<'_> {
         if !matches!(&*call.func, Expr::Attribute(_)) {
             return;
         }
-        let targets: Vec<CallTarget> = self
-            .instances_of(&call.func)
+        let targets = self.invocations_of(&call.func);
+        if let Some(function) = self.building.last_mut() {
+            function.guarded_invocations.extend(targets);
+        }
+    }
+
+    /// Calling the instances an expression holds (`self.mlp(x)`) runs their `forward`.
+    fn invocations_of(&self, func: &Expr) -> Vec<CallTarget> {
+        self.instances_of(func)
             .into_iter()
             .map(|class| CallTarget::InstanceMethod {
                 class,
                 method: "forward".to_string(),
             })
-            .collect();
-        if let Some(function) = self.building.last_mut() {
-            function.guarded_invocations.extend(targets);
-        }
+            .collect()
     }
 
     /// `x.append(C(...))`, `x.insert(i, C(...))` with `C` a project class and `x` a value whose
