@@ -14,7 +14,9 @@ use ruff_python_ast::{self as ast, Expr};
 /// being stored (`if out is None: out = torch.empty(...)`), a per-step cache that is reset, a
 /// cache on some other object (a batch) and one on a dataclass's own instance (a record, made
 /// again as data flows) are made again and stay checked. Also `if not hasattr(self, "t"):`
-/// whose body sets `self.t` (an assignment, `register_buffer("t", ...)` or `setattr`).
+/// whose body sets `self.t` (an assignment, `register_buffer("t", ...)` or `setattr`). The
+/// per-key forms also hold for a dict on `self` (`t = self.cache.get(key)`, `if key not in
+/// self.cache:`).
 pub fn is_lazy_init(
     model: &SemanticModel,
     if_stmt: &ast::StmtIf,
@@ -48,7 +50,7 @@ pub fn is_lazy_init(
             }
             ComparableExpr::from(&*compare.left)
         }
-        (ast::CmpOp::NotIn, Expr::Name(cache)) if model.is_module_global(cache.id.as_str()) => {
+        (ast::CmpOp::NotIn, cache) if is_lasting_cache(model, cache) => {
             return assigned_targets(&if_stmt.body).any(|target| {
                 matches!(target, Expr::Subscript(subscript)
                     if ComparableExpr::from(&*subscript.value) == ComparableExpr::from(right)
@@ -287,23 +289,58 @@ fn is_lazy_attribute(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
 }
 
 /// `t = self.t` just before `if t is None:`, whose body stores into `self.t` again, on a class
-/// that lasts: the cache read into a local and filled in once.
+/// that lasts: the cache read into a local and filled in once. Also a memo per key:
+/// `t = self.cache.get(key)` then `if t is None: ...; self.cache[key] = t`.
 fn cached_on_self(
     model: &SemanticModel,
     if_stmt: &ast::StmtIf,
     previous: Option<&ast::Stmt>,
     local: &str,
 ) -> bool {
-    let Some(Expr::Attribute(attribute)) = read_just_before(previous, local) else {
-        return false;
-    };
-    let Expr::Name(receiver) = &*attribute.value else {
-        return false;
-    };
-    let (receiver, name) = (receiver.id.as_str(), attribute.attr.as_str());
-    model.self_name() == Some(receiver)
-        && model.is_lasting_self_attribute(receiver, name)
-        && sets_attribute(&if_stmt.body, receiver, name)
+    match read_just_before(previous, local) {
+        Some(Expr::Attribute(attribute)) => {
+            let Expr::Name(receiver) = &*attribute.value else {
+                return false;
+            };
+            let (receiver, name) = (receiver.id.as_str(), attribute.attr.as_str());
+            model.self_name() == Some(receiver)
+                && model.is_lasting_self_attribute(receiver, name)
+                && sets_attribute(&if_stmt.body, receiver, name)
+        }
+        Some(Expr::Call(call)) => {
+            let Expr::Attribute(get) = &*call.func else {
+                return false;
+            };
+            let [key] = &*call.arguments.args else {
+                return false;
+            };
+            get.attr.as_str() == "get"
+                && is_lasting_cache(model, &get.value)
+                && assigned_targets(&if_stmt.body).any(|target| {
+                    matches!(target, Expr::Subscript(subscript)
+                        if ComparableExpr::from(&*subscript.value) == ComparableExpr::from(&*get.value)
+                            && ComparableExpr::from(&*subscript.slice) == ComparableExpr::from(key))
+                })
+        }
+        _ => false,
+    }
+}
+
+/// A container that outlives the call: a module global, or an attribute of `self` on a class
+/// that lasts.
+fn is_lasting_cache(model: &SemanticModel, cache: &Expr) -> bool {
+    match cache {
+        Expr::Name(name) => model.is_module_global(name.id.as_str()),
+        Expr::Attribute(attribute) => match &*attribute.value {
+            Expr::Name(receiver) => {
+                model.self_name() == Some(receiver.id.as_str())
+                    && model
+                        .is_lasting_self_attribute(receiver.id.as_str(), attribute.attr.as_str())
+            }
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 /// Whether a block assigns a name (a module global it declares `global`), anywhere in it
