@@ -10,7 +10,8 @@
 //! property whose read copies to the host, a sampler a state's hook returns in a tuple that the
 //! runner unpacks into its fields, a vision tower only uncaptured code calls, an audio tower held
 //! through a nested attribute (a submodule, never a captured model of its own), and the set-up and
-//! harness code that must stay out of the default scope, with an eager break of a breakable graph.
+//! harness code that must stay out of the default scope, with an eager break of a breakable graph,
+//! and experts whose class their layer imports inside its constructor.
 
 use graphready_linter::project::{self, Options, Scope, SourceFile};
 use graphready_linter::{HotPathSettings, RuleSet, Settings};
@@ -190,10 +191,12 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // reported, though the processor is in another module.
             // A state's hook returns the sampler the runner then samples with: a tuple
             // unpacked into two fields, from a method annotated `tuple[Any, Any] | None` whose
-            // override returns the instance.
+            // override returns the instance. The state itself comes from a factory that builds
+            // whichever class the loaded module's `get_state_cls()` returns (a class object,
+            // from a method found in every module class that defines it).
             finding(
                 "engine/drafting.py",
-                24,
+                26,
                 "GR101",
                 "stall",
                 &[
@@ -208,6 +211,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "GR102",
                 "capture",
                 &["VisionEncoder.forward"],
+            ),
+            // Experts whose class their layer imports inside `__init__`: captured through the
+            // layer that holds them.
+            finding(
+                "engine/experts.py",
+                9,
+                "GR201",
+                "capture",
+                &["MoE.forward", "QuantExperts.forward"],
             ),
             finding(
                 "engine/generation.py",

@@ -192,6 +192,16 @@ impl ProjectIndex<'_> {
                             next.merge(returned);
                         }
                     }
+                    // A module of unknown class (`model.get_state_cls()` on an `nn.Module`): what
+                    // the method returns in every module class that defines it, as
+                    // `resolve_method` runs them.
+                    if value.any_module && !value.class_object && method != "forward" {
+                        let mut overrides = Vec::new();
+                        self.dispatch_any_module(method, &mut overrides);
+                        for node in overrides {
+                            next.merge(self.return_type(node, depth - 1));
+                        }
+                    }
                     next
                 }
             };
@@ -391,15 +401,14 @@ impl ProjectIndex<'_> {
     /// Every project module class that defines `method` itself (a call on a module of unknown
     /// class).
     fn dispatch_any_module(&self, method: &str, out: &mut Vec<NodeId>) {
-        for (module, summary) in self.modules().iter().enumerate() {
-            for class in &summary.classes {
-                if out.len() >= MAX_FANOUT {
-                    return;
-                }
-                if let Some(function) = self.own_method(module, &class.name, method) {
-                    if self.is_module_class(module, &class.name) {
-                        out.push(NodeId { module, function });
-                    }
+        for &(module, class) in self.definers_of(method) {
+            if out.len() >= MAX_FANOUT {
+                return;
+            }
+            let name = &self.class_summary((module, class)).name;
+            if let Some(function) = self.own_method(module, name, method) {
+                if self.is_module_class(module, name) {
+                    out.push(NodeId { module, function });
                 }
             }
         }

@@ -334,23 +334,27 @@ impl<'a> SemanticModel<'a> {
             _ => false,
         };
         self.imports_numpy |= numpy;
+        for (bound, qualified) in self.import_bindings(stmt) {
+            self.import_names.insert(bound);
+            self.current()
+                .bindings
+                .insert(bound, Binding::Import(qualified));
+        }
+    }
+
+    /// The names an `import ...` / `from ... import ...` binds, with what each stands for
+    /// (`import torch.cuda` binds `torch`), without binding them.
+    pub fn import_bindings<'s>(&self, stmt: &'s Stmt) -> Vec<(&'s str, String)> {
+        let mut out = Vec::new();
         match stmt {
             Stmt::Import(ast::StmtImport { names, .. }) => {
                 for alias in names {
                     let qualified = alias.name.id.as_str();
                     match &alias.asname {
-                        Some(asname) => {
-                            let binding = Binding::Import(qualified.to_string());
-                            self.import_names.insert(asname.id.as_str());
-                            self.current().bindings.insert(asname.id.as_str(), binding);
-                        }
+                        Some(asname) => out.push((asname.id.as_str(), qualified.to_string())),
                         None => {
-                            // `import torch.cuda` binds `torch`.
                             let head = qualified.split('.').next().unwrap_or(qualified);
-                            let binding = Binding::Import(head.to_string());
-                            let name = &alias.name.id.as_str()[..head.len()];
-                            self.import_names.insert(name);
-                            self.current().bindings.insert(name, binding);
+                            out.push((&alias.name.id.as_str()[..head.len()], head.to_string()));
                         }
                     }
                 }
@@ -371,14 +375,12 @@ impl<'a> SemanticModel<'a> {
                         Some(base) if !base.is_empty() => format!("{base}.{}", alias.name.id),
                         _ => alias.name.id.to_string(),
                     };
-                    self.current()
-                        .bindings
-                        .insert(bound, Binding::Import(qualified));
-                    self.import_names.insert(bound);
+                    out.push((bound, qualified));
                 }
             }
             _ => {}
         }
+        out
     }
 
     /// The absolute module of `from <dots><module> import`, or a dotted best effort when the

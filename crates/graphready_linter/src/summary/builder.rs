@@ -100,6 +100,9 @@ pub(crate) struct SummaryBuilder<'a> {
     /// those of the methods around it.
     method_self: Option<(Rc<str>, &'a str)>,
     saved_method_self: Vec<Option<(Rc<str>, &'a str)>>,
+    /// Names a method imports in its body, while the class scan reads the method ahead of
+    /// its visit (`from .experts import QuantExperts` inside `__init__`).
+    method_imports: FxHashMap<&'a str, String>,
     /// Non-zero inside `with torch.cuda.graph(...)`.
     capture_depth: u32,
     /// Only what the walk itself needs (each function's return type, for its callers in the
@@ -133,6 +136,7 @@ impl<'a> SummaryBuilder<'a> {
             module_defs: FxHashSet::default(),
             method_self: None,
             saved_method_self: Vec::new(),
+            method_imports: FxHashMap::default(),
             capture_depth: 0,
         }
     }
@@ -416,7 +420,13 @@ impl<'a> SummaryBuilder<'a> {
             return Some(Ref::Qualified(qualified.to_string()));
         }
         match expr {
-            Expr::Name(name) => self.local_definition(name.id.as_str()).map(Ref::Local),
+            Expr::Name(name) => self
+                .local_definition(name.id.as_str())
+                .map(Ref::Local)
+                .or_else(|| {
+                    let imported = self.method_imports.get(name.id.as_str())?;
+                    Some(Ref::Qualified(imported.clone()))
+                }),
             Expr::Attribute(attribute) => match self.reference(model, &attribute.value)? {
                 Ref::Local(base) => Some(Ref::Local(format!("{base}.{}", attribute.attr.id))),
                 Ref::Qualified(_) => None,

@@ -29,10 +29,10 @@ impl<'a> SummaryBuilder<'a> {
             };
             // A class made in a function from a class object it was given or computed
             // (`base = backend.get_builder_cls()`, `class Builder(base):`): the index decides.
-            if let Some(path) = matches!(base, Expr::Name(_))
-                .then(|| self.type_path(model, base))
-                .flatten()
-            {
+            if let Some(path) = match base {
+                Expr::Name(name) => self.local_type(name.id.as_str()),
+                _ => None,
+            } {
                 typed_bases.push(path);
             } else if let Some(reference) = self.reference(model, base) {
                 bases.push(reference);
@@ -57,6 +57,7 @@ impl<'a> SummaryBuilder<'a> {
         for stmt in &class.body {
             if let Stmt::FunctionDef(method) = stmt {
                 summary.methods.push(method.name.id.to_string());
+                self.scan_imports(model, &method.body);
                 let Some(self_param) = method.parameters.iter_non_variadic_params().next() else {
                     continue;
                 };
@@ -78,7 +79,43 @@ impl<'a> SummaryBuilder<'a> {
                 }
             }
         }
+        self.method_imports.clear();
         self.summary.classes.push(summary);
+    }
+
+    /// The names a method body imports (outside nested definitions), for the class scan that
+    /// reads the body before the visit binds them.
+    fn scan_imports(&mut self, model: &SemanticModel, body: &'a [Stmt]) {
+        self.method_imports.clear();
+        let mut pending: Vec<&'a [Stmt]> = vec![body];
+        while let Some(block) = pending.pop() {
+            for stmt in block {
+                match stmt {
+                    Stmt::Import(_) | Stmt::ImportFrom(_) => {
+                        for (bound, qualified) in model.import_bindings(stmt) {
+                            self.method_imports.insert(bound, qualified);
+                        }
+                    }
+                    Stmt::If(s) => {
+                        pending.push(&s.body);
+                        pending.extend(s.elif_else_clauses.iter().map(|c| c.body.as_slice()));
+                    }
+                    Stmt::Try(s) => {
+                        pending.push(&s.body);
+                        pending.push(&s.orelse);
+                        pending.push(&s.finalbody);
+                        for handler in &s.handlers {
+                            let ast::ExceptHandler::ExceptHandler(h) = handler;
+                            pending.push(&h.body);
+                        }
+                    }
+                    Stmt::With(s) => pending.push(&s.body),
+                    Stmt::For(s) => pending.push(&s.body),
+                    Stmt::While(s) => pending.push(&s.body),
+                    _ => {}
+                }
+            }
+        }
     }
 
     /// The attributes whose type follows from an annotation or an assignment: annotated names
@@ -112,11 +149,13 @@ impl<'a> SummaryBuilder<'a> {
                         }
                         continue;
                     }
+                    self.scan_imports(model, &method.body);
                     self.method_fields(model, class_name, method, &mut fields);
                 }
                 _ => {}
             }
         }
+        self.method_imports.clear();
         fields
     }
 

@@ -60,7 +60,11 @@ impl SummaryBuilder<'_> {
                 .filter_map(|element| self.type_path(model, element))
                 .map(|path| path.then(PathStep::Elements))
                 .collect(),
-            Some(value) => self.type_path(model, value).into_iter().collect(),
+            Some(value) => self
+                .type_path(model, value)
+                .or_else(|| self.class_object_path(model, value))
+                .into_iter()
+                .collect(),
             None => Vec::new(),
         };
         if let Some(function) = self.building.last_mut() {

@@ -288,6 +288,24 @@ impl<'a> SummaryBuilder<'a> {
         }
     }
 
+    /// A name that may stand for a class, as a class object (`return DraftState` from a hook
+    /// that says which state class to build; the index decides whether it names one). Only
+    /// for what a function returns: elsewhere `Base.method(self)` names one class's method.
+    pub(super) fn class_object_path(&self, model: &SemanticModel, expr: &Expr) -> Option<TypePath> {
+        if !matches!(expr, Expr::Name(_)) {
+            return None;
+        }
+        let reference = self.reference(model, expr)?;
+        if matches!(&reference, Ref::Qualified(q) if is_foreign(q)) {
+            return None;
+        }
+        Some(TypePath::of_type(TypeRef {
+            classes: vec![reference],
+            elements: false,
+            class_object: true,
+        }))
+    }
+
     /// What a comprehension builds: a container of its element, which may be the loop variable
     /// itself or an instance made from it (`{P: P(self) for P in penalizer_classes}`).
     fn comprehension_path(
@@ -330,7 +348,7 @@ impl<'a> SummaryBuilder<'a> {
         Some(path.then(PathStep::Elements))
     }
 
-    fn local_type(&self, name: &str) -> Option<TypePath> {
+    pub(super) fn local_type(&self, name: &str) -> Option<TypePath> {
         self.locals
             .last()
             .and_then(|scope| scope.get(name))

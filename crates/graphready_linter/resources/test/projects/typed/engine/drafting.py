@@ -1,11 +1,13 @@
 """A model state may swap in its own sampler once the model is loaded: the runner unpacks the
 pair the state's hook returns into two of its fields, and samples with whichever sampler it got,
 every step. The hook's annotation (`tuple[Any, Any] | None`) names no class; what it returns
-does."""
+does. The runner gets its state from a factory that asks the loaded model (any `nn.Module`) for
+its state class and constructs it: the classes the models' hooks return are what it builds."""
 
 from typing import Any
 
 import torch
+from torch import nn
 
 from engine.model import Model
 
@@ -41,6 +43,10 @@ class ModelState:
         return None
 
 
+class DefaultState(ModelState):
+    pass
+
+
 class DraftState(ModelState):
     def __init__(self):
         self.slots = DraftSlots()
@@ -49,10 +55,26 @@ class DraftState(ModelState):
         return DraftSampler(sampler, self.slots), None
 
 
+class DraftModel(nn.Module):
+    @staticmethod
+    def get_state_cls():
+        return DraftState
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+def make_state(model: nn.Module):
+    if hasattr(model, "get_state_cls"):
+        cls = model.get_state_cls()
+        return cls()
+    return DefaultState()
+
+
 class DraftRunner:
-    def __init__(self, model: Model, state: ModelState):
+    def __init__(self, model: Model, loaded: nn.Module):
         self.model = model
-        self.state = state
+        self.state = make_state(loaded)
         self.sampler: Sampler | None = None
         self.verifier = None
 
