@@ -74,6 +74,8 @@ fn typed_params<'i>(index: &'i ProjectIndex, node: NodeId) -> Vec<(&'i str, Vec<
                     .and_then(|class| index.class_named(node.module, class))
                     .into_iter()
                     .collect(),
+                // An override's unannotated parameter: what the method it overrides says.
+                None if position > 0 => index.inherited_param_type(node, &param.name)?,
                 _ => return None,
             };
             (!classes.is_empty()).then_some((param.name.as_str(), classes))

@@ -343,6 +343,35 @@ impl ProjectIndex<'_> {
         out
     }
 
+    /// The classes a parameter of a method is an instance of, by the annotation of the same
+    /// parameter in the nearest base-class method of that name that annotates it (an override
+    /// that leaves `batch` bare where the base says `batch: InputBatch`).
+    pub(super) fn inherited_param_type(&self, node: NodeId, param: &str) -> Option<Vec<ClassId>> {
+        let function = self.function(node);
+        let class = self.class_named(node.module, function.class.as_deref()?)?;
+        let method = function.qualname.rsplit('.').next()?;
+        let lineage = self.lineage(class, 16);
+        lineage.into_iter().skip(1).find_map(|base| {
+            let name = &self.class_summary(base).name;
+            let overridden = self.own_method(base.0, name, method)?;
+            let declared = self.function(NodeId {
+                module: base.0,
+                function: overridden,
+            });
+            let annotation = declared
+                .params
+                .iter()
+                .find(|p| p.name == param)?
+                .annotation
+                .as_ref()?;
+            if annotation.elements || annotation.class_object {
+                return None;
+            }
+            let classes = self.type_of_ref(base.0, annotation).classes;
+            (!classes.is_empty()).then_some(classes)
+        })
+    }
+
     /// A method of a class or of its bases (no overrides).
     pub(super) fn method_in_class(&self, class: ClassId, method: &str) -> Option<NodeId> {
         let name = &self.class_summary(class).name;

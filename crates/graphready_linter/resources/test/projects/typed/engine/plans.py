@@ -1,5 +1,6 @@
 """A plan built from the batch's counts. `ForwardBatch` annotates `num_scheduled` as a NumPy
-array: read through a parameter of that class, it is a host value; `seq_lens` is a tensor."""
+array: read through a parameter of that class, it is a host value; `seq_lens` is a tensor. An
+override that leaves the parameter unannotated takes the annotation of the method it overrides."""
 
 import torch
 
@@ -10,3 +11,14 @@ def plan_step(batch: ForwardBatch) -> tuple:  # graphready: step
     widest = batch.num_scheduled.max().item()
     longest = batch.seq_lens.max().item()
     return widest, longest, torch.tensor(0)
+
+
+class Planner:
+    def plan(self, batch: ForwardBatch) -> int:
+        raise NotImplementedError
+
+
+class WidestPlanner(Planner):
+    def plan(self, batch) -> int:  # graphready: step
+        # The override leaves `batch` unannotated: the method it overrides says what it is.
+        return batch.num_scheduled.max().item()
