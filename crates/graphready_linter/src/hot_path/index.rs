@@ -62,6 +62,9 @@ pub struct ProjectIndex<'s> {
     definers: std::sync::OnceLock<FxHashMap<&'s str, Vec<ClassId>>>,
     /// Answers of [`Self::unique_hierarchy`].
     pub(super) hierarchy_memo: std::sync::Mutex<FxHashMap<String, Option<ClassId>>>,
+    /// What each method returns in the module classes defining it (a call on a module of
+    /// unknown class).
+    pub(super) any_module_memo: std::sync::Mutex<FxHashMap<String, super::types::TypeVal>>,
 }
 
 impl<'s> ProjectIndex<'s> {
@@ -86,6 +89,7 @@ impl<'s> ProjectIndex<'s> {
             capped_fanouts: std::sync::atomic::AtomicUsize::new(0),
             definers: std::sync::OnceLock::new(),
             hierarchy_memo: std::sync::Mutex::new(FxHashMap::default()),
+            any_module_memo: std::sync::Mutex::new(FxHashMap::default()),
         };
         for (i, module) in modules.iter().enumerate() {
             if let Some(name) = &module.module {
@@ -179,6 +183,9 @@ impl<'s> ProjectIndex<'s> {
         }
         self.definers = std::sync::OnceLock::new();
         if let Ok(memo) = self.hierarchy_memo.get_mut() {
+            memo.clear();
+        }
+        if let Ok(memo) = self.any_module_memo.get_mut() {
             memo.clear();
         }
         use std::sync::atomic::Ordering::Relaxed;

@@ -7,6 +7,9 @@ use super::index::{ClassId, Definition, NodeId, ProjectIndex, MAX_DEPTH};
 use crate::summary::{PathRoot, PathStep, Ref, TypePath, TypeRef};
 use rustc_hash::FxHashSet;
 
+/// How deep the returns of a method called on a module of unknown class are followed.
+const ANY_MODULE_DEPTH: u8 = 4;
+
 /// How many overrides one call may fan out to; beyond it the call is followed to the first ones
 /// and the fan-out is reported by `--show-scope`.
 pub const MAX_FANOUT: usize = 256;
@@ -196,11 +199,7 @@ impl ProjectIndex<'_> {
                     // the method returns in every module class that defines it, as
                     // `resolve_method` runs them.
                     if value.any_module && !value.class_object && method != "forward" {
-                        let mut overrides = Vec::new();
-                        self.dispatch_any_module(method, &mut overrides);
-                        for node in overrides {
-                            next.merge(self.return_type(node, depth - 1));
-                        }
+                        next.merge(self.any_module_returns(method));
                     }
                     next
                 }
@@ -225,6 +224,38 @@ impl ProjectIndex<'_> {
             for path in &function.return_paths {
                 value.merge(self.eval_path_depth(node.module, path, depth - 1));
             }
+        }
+        value
+    }
+
+    /// What `method` returns in every module class that defines it, computed once per name and
+    /// always the same way, whichever thread asks first: at a fixed depth, and seeing no other
+    /// module of unknown class on the way (that would make the answer depend on the order).
+    fn any_module_returns(&self, method: &str) -> TypeVal {
+        thread_local! {
+            static COMPUTING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        }
+        if COMPUTING.with(std::cell::Cell::get) {
+            return TypeVal::default();
+        }
+        if let Some(known) = self
+            .any_module_memo
+            .lock()
+            .ok()
+            .and_then(|memo| memo.get(method).cloned())
+        {
+            return known;
+        }
+        COMPUTING.with(|computing| computing.set(true));
+        let mut overrides = Vec::new();
+        self.dispatch_any_module(method, &mut overrides);
+        let mut value = TypeVal::default();
+        for node in overrides {
+            value.merge(self.return_type(node, ANY_MODULE_DEPTH));
+        }
+        COMPUTING.with(|computing| computing.set(false));
+        if let Ok(mut memo) = self.any_module_memo.lock() {
+            memo.insert(method.to_string(), value.clone());
         }
         value
     }
