@@ -11,7 +11,8 @@
 //! runner unpacks into its fields, a vision tower only uncaptured code calls, an audio tower held
 //! through a nested attribute (a submodule, never a captured model of its own), and the set-up and
 //! harness code that must stay out of the default scope, with an eager break of a breakable graph,
-//! and experts whose class their layer imports inside its constructor.
+//! experts whose class their layer imports inside its constructor, and a language model of a class
+//! nothing says, whose methods are guessed by name on the host path only.
 
 use graphready_linter::project::{self, Options, Scope, SourceFile};
 use graphready_linter::{HotPathSettings, RuleSet, Settings};
@@ -365,6 +366,16 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // A module forward that only uncaptured code calls (a vision tower run per request
             // through a callback table) runs on the host path: its syncs are reported there, and
             // the pinned allocation (line 19), illegal only while capturing, is not.
+            // A guess by name (a language model of a class nothing says) is followed on the
+            // host path, not inside the graph: the runner's call of every model's
+            // `embed_tokens` reaches this one; the speech model's captured forward does not.
+            finding(
+                "engine/speech_lm.py",
+                34,
+                "GR101",
+                "stall",
+                &["EmbedRunner.run", "ImageTextModel.embed_tokens"],
+            ),
             finding(
                 "engine/tower.py",
                 17,

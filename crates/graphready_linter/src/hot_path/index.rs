@@ -573,14 +573,16 @@ impl<'s> ProjectIndex<'s> {
                     }
                     out
                 }
-                // `x = Factory.create(...)`: an instance of what the factory returns.
-                Some(Definition::Function(factory)) => {
-                    let mut out = Vec::new();
-                    for returned in self.return_type(factory, MAX_DEPTH).classes {
-                        self.dispatch(returned, method, &mut out);
-                    }
-                    out
-                }
+                // `x = Factory.create(...)`: an instance of what the factory returns, as a
+                // receiver of that type (one nothing says is of one hierarchy's, by name).
+                Some(Definition::Function(_)) => self.resolve_method(
+                    module,
+                    &crate::summary::TypePath {
+                        root: crate::summary::PathRoot::Called(class.clone()),
+                        steps: Vec::new(),
+                    },
+                    method,
+                ),
                 None => Vec::new(),
             },
         }

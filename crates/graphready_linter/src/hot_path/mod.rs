@@ -9,6 +9,7 @@
 
 mod args;
 mod derived;
+mod guesses;
 mod held;
 mod index;
 mod invocations;
@@ -224,8 +225,8 @@ impl<'s> HotPath<'s> {
         let ((), (by_name, once, property_reads, attribute_types)) = rayon::join(
             || {
                 let none = FxHashMap::default();
-                search(&index, &explicit, &eager, &mut captured, &none);
-                search(&index, &roots, &eager, &mut captured, &none);
+                search(&index, &explicit, &eager, &mut captured, &none, true);
+                search(&index, &roots, &eager, &mut captured, &none, true);
             },
             || {
                 let by_name = steps::sites_by_name(&index);
@@ -262,7 +263,7 @@ impl<'s> HotPath<'s> {
         let mut breaks = eager.clone();
         breaks.extend(once);
         let mut stalled = FxHashMap::default();
-        search(&index, &steps, &breaks, &mut stalled, &captured);
+        search(&index, &steps, &breaks, &mut stalled, &captured, false);
         let drivers: FxHashSet<NodeId> = found
             .drivers
             .into_iter()
@@ -534,13 +535,15 @@ fn dedup_entries(entries: &mut Vec<Entry>) {
 
 /// Multi-source breadth-first search; `skip` holds nodes another search already owns; the
 /// search does not descend into eager breaks, nor into set-up and harness code (which an entry
-/// may still be, when named explicitly).
+/// may still be, when named explicitly). An `exact` search (the captured ones) follows no call
+/// resolved by a guess by name (see [`guesses`]).
 fn search(
     index: &ProjectIndex,
     entries: &[Entry],
     eager: &FxHashSet<NodeId>,
     reached: &mut FxHashMap<NodeId, Option<NodeId>>,
     skip: &FxHashMap<NodeId, Option<NodeId>>,
+    exact: bool,
 ) {
     let admits = |node: &NodeId, reached: &FxHashMap<NodeId, Option<NodeId>>| {
         !eager.contains(node) && !reached.contains_key(node) && !skip.contains_key(node)
@@ -558,7 +561,13 @@ fn search(
         let callees: Vec<Vec<NodeId>> = frontier
             .par_iter()
             .with_max_len(8)
-            .map(|node| index.callees(*node))
+            .map(|node| {
+                if exact {
+                    index.exact_callees(*node)
+                } else {
+                    index.callees(*node)
+                }
+            })
             .collect();
         let mut next = Vec::new();
         for (node, callees) in frontier.iter().zip(callees) {

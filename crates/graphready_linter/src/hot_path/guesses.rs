@@ -1,0 +1,57 @@
+//! Calls resolved by a guess: a method called on a receiver whose class nothing in the project
+//! says (the one class hierarchy that defines a method of that name, or every module class when
+//! the receiver is some `nn.Module`). The host path follows them: a runner holds whichever model
+//! was loaded and runs its methods. The captured search does not: inside a model's forward the
+//! receiver is one particular submodule (a language model a registry builds), and a guess by
+//! name would call every other model's method captured.
+
+use super::index::{Definition, NodeId, ProjectIndex, MAX_DEPTH};
+use crate::summary::CallTarget;
+use rustc_hash::FxHashSet;
+
+impl ProjectIndex<'_> {
+    /// Whether a call site's targets are a guess by name.
+    fn guessed(&self, module: usize, target: &CallTarget) -> bool {
+        match target {
+            CallTarget::Method { receiver, .. } => {
+                let value = self.eval_path(module, receiver);
+                !value.elements && value.classes.is_empty()
+            }
+            // `x = make(...)` then `x.method()`: an instance of what the factory returns.
+            CallTarget::InstanceMethod { class, .. } => matches!(
+                self.lookup(module, class),
+                Some(Definition::Function(factory))
+                    if self.return_type(factory, MAX_DEPTH).classes.is_empty()
+            ),
+            _ => false,
+        }
+    }
+
+    /// The functions a function's calls run for certain: [`ProjectIndex::callees`] less those
+    /// only a guess by name reaches.
+    pub fn exact_callees(&self, node: NodeId) -> Vec<NodeId> {
+        let callees = self.callees(node);
+        let calls = &self.function(node).calls;
+        let sites = self.resolved_sites(node);
+        let mut guessed = FxHashSet::default();
+        let mut exact = FxHashSet::default();
+        for (site, targets) in calls.iter().zip(sites) {
+            if targets.is_empty() {
+                continue;
+            }
+            let set = if self.guessed(node.module, &site.target) {
+                &mut guessed
+            } else {
+                &mut exact
+            };
+            set.extend(targets.iter().copied());
+        }
+        if guessed.is_empty() {
+            return callees;
+        }
+        callees
+            .into_iter()
+            .filter(|callee| !guessed.contains(callee) || exact.contains(callee))
+            .collect()
+    }
+}
