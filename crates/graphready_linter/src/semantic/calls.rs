@@ -45,6 +45,14 @@ impl SemanticModel<'_> {
             {
                 return Ty::Module;
             }
+            // A legacy constructor (`torch.Tensor([0, 18])`, `torch.LongTensor(n)`) builds on
+            // the host: the `torch.cuda.*Tensor` types are the device ones.
+            if (&*qualified == "torch.Tensor"
+                || super::host_memory::is_legacy_host_type(Some(&qualified), &call.func))
+                && !call.arguments.is_empty()
+            {
+                return Ty::PageableTensor;
+            }
             let ty = tensor_api::torch_function_result(&qualified, has_dim)
                 .map_or(Ty::Unknown, Ty::from);
             if ty == Ty::Tensor && self.on_host_device(call) {
