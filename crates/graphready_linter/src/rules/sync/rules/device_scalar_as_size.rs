@@ -168,7 +168,8 @@ fn size_arguments(checker: &mut Checker, call: &ast::ExprCall) {
     } else {
         match method_call(call) {
             Some((method, receiver))
-                if SIZED_METHODS.contains(&method) && checker.is_tensor(receiver) =>
+                // On a host tensor too: the size is read on the host all the same.
+                if SIZED_METHODS.contains(&method) && checker.ty(receiver).is_tensor() =>
             {
                 let args = &call.arguments.args;
                 let args = if method == "new_full" {
