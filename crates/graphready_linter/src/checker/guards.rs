@@ -201,14 +201,23 @@ pub fn guards_rest(
 
 /// Whether a `with` item opens code that never runs captured: an eager break
 /// (`with force_no_graph():`) or a block whose author declared its syncs deliberate and
-/// eager-only (vLLM's `with gpu_sync_allowed():`, and similarly named context managers).
+/// eager-only (vLLM's `with gpu_sync_allowed():`, and similarly named context managers), also
+/// chosen by a condition (`with nullcontext() if on_host else gpu_sync_allowed():`: where the
+/// other branch applies, the author says there is nothing to allow).
 pub fn opens_eager_block(item: &ast::WithItem) -> bool {
-    matches!(&item.context_expr, Expr::Call(call)
-    if last_segment(&call.func).is_some_and(|n| {
-        matches!(n, "force_no_graph" | "no_graph")
-            || n.contains("sync_allowed")
-            || n.contains("allow_sync")
-    }))
+    is_eager_context(&item.context_expr)
+}
+
+fn is_eager_context(expr: &Expr) -> bool {
+    match expr {
+        Expr::Call(call) => last_segment(&call.func).is_some_and(|n| {
+            matches!(n, "force_no_graph" | "no_graph")
+                || n.contains("sync_allowed")
+                || n.contains("allow_sync")
+        }),
+        Expr::If(if_expr) => is_eager_context(&if_expr.body) || is_eager_context(&if_expr.orelse),
+        _ => false,
+    }
 }
 
 /// Whether a function is a device kernel written in Python (`@triton.jit`, `@triton.autotune`,
