@@ -12,7 +12,8 @@
 //! through a nested attribute (a submodule, never a captured model of its own), and the set-up and
 //! harness code that must stay out of the default scope, with an eager break of a breakable graph,
 //! experts whose class their layer imports inside its constructor, and a language model of a class
-//! nothing says, whose methods are guessed by name on the host path only.
+//! nothing says, whose methods are guessed by name on the host path only, and an adaptor run
+//! through the encoder that holds it.
 
 use graphready_linter::project::{self, Options, Scope, SourceFile};
 use graphready_linter::{HotPathSettings, RuleSet, Settings};
@@ -94,6 +95,16 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // A class made in a function from the class object the backend returns
             // (`class CountingImpl(base):`; the base class's method says nothing, its override
             // does) is an implementation too.
+            // An adaptor its model's encoder holds and the model runs through the encoder
+            // (`self.encoder.adaptor(x, lens)`) when embedding audio, outside the graph: a module
+            // called, so no captured model of its own; run per step on the host path.
+            finding(
+                "engine/adaptor.py",
+                11,
+                "GR109",
+                "stall",
+                &["AudioAdaptor.forward"],
+            ),
             finding(
                 "engine/attention/counting.py",
                 16,

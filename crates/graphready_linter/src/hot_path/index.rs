@@ -571,6 +571,9 @@ impl<'s> ProjectIndex<'s> {
                     if out.is_empty() && method == "forward" {
                         self.instance_method((m, c), "__call__", &mut out);
                     }
+                    if out.is_empty() {
+                        self.held_module_calls((m, c), method, &mut out);
+                    }
                     out
                 }
                 // `x = Factory.create(...)`: an instance of what the factory returns, as a

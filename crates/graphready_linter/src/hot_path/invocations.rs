@@ -13,8 +13,10 @@ type Targets<'s> = Box<dyn Iterator<Item = &'s CallTarget> + 's>;
 impl<'s> ProjectIndex<'s> {
     /// The functions that some call in the project may run through a call of `method`
     /// (`self.mlp(x)` and `layer.forward(x)` are calls of `forward`).
+    /// Also `self.encoder.adaptor(x)`, a call of an attribute that holds a module, which runs
+    /// the module's `forward`.
     pub fn called_through(&self, method: &str) -> FxHashSet<NodeId> {
-        self.resolve_all(|function| {
+        let mut called = self.resolve_all(|function| {
             Box::new(
                 function
                     .calls
@@ -22,7 +24,34 @@ impl<'s> ProjectIndex<'s> {
                     .map(|site| &site.target)
                     .filter(move |target| target.method_name() == method),
             )
-        })
+        });
+        // Only names some class holds instances under are worth resolving.
+        let holding: FxHashSet<&str> = self
+            .modules()
+            .iter()
+            .flat_map(|summary| &summary.classes)
+            .flat_map(|class| class.attributes.keys())
+            .map(String::as_str)
+            .collect();
+        let holding = &holding;
+        let held: FxHashSet<NodeId> = self
+            .resolve_all(|function| {
+                Box::new(
+                    function
+                        .calls
+                        .iter()
+                        .map(|site| &site.target)
+                        .filter(move |target| {
+                            matches!(target, CallTarget::InstanceMethod { method: name, .. }
+                            if name != method && holding.contains(name.as_str()))
+                        }),
+                )
+            })
+            .into_iter()
+            .filter(|node| self.function(*node).qualname.rsplit('.').next() == Some(method))
+            .collect();
+        called.extend(held);
+        called
     }
 
     /// The module forwards invoked in guarded code (see

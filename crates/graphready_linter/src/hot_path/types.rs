@@ -403,6 +403,23 @@ impl ProjectIndex<'_> {
         })
     }
 
+    /// What calling `instance.<attribute>(...)` runs when the attribute holds a module rather
+    /// than naming a method (`self.encoder.adaptor(x)`): the held instances' `forward`, else
+    /// `__call__`.
+    pub(super) fn held_module_calls(&self, class: ClassId, attribute: &str, out: &mut Vec<NodeId>) {
+        let held = self.field_type(class, attribute, MAX_DEPTH);
+        if held.elements || held.class_object {
+            return;
+        }
+        for &instance in &held.classes {
+            let before = out.len();
+            self.dispatch(instance, "forward", out);
+            if out.len() == before {
+                self.dispatch(instance, "__call__", out);
+            }
+        }
+    }
+
     /// A method of a class or of its bases (no overrides).
     pub(super) fn method_in_class(&self, class: ClassId, method: &str) -> Option<NodeId> {
         let name = &self.class_summary(class).name;
@@ -495,7 +512,11 @@ impl ProjectIndex<'_> {
             return out;
         }
         for &class in &value.classes {
+            let before = out.len();
             self.dispatch(class, method, &mut out);
+            if out.len() == before {
+                self.held_module_calls(class, method, &mut out);
+            }
         }
         if value.any_module && method != "forward" {
             self.dispatch_any_module(method, &mut out);
