@@ -11,6 +11,18 @@ use ruff_python_ast::{self as ast, Expr};
 
 impl SemanticModel<'_> {
     pub(super) fn call_ty(&self, call: &ast::ExprCall) -> Ty {
+        // `torch.cat(parts, out=buf)`: the result is `buf`, in its memory (a pinned staging
+        // buffer stays pinned). Only PyTorch's own functions: a project helper taking `out=`
+        // may return anything.
+        if let Some(out) = keyword(call, "out") {
+            let ty = self.ty(out);
+            let torch_function = self
+                .qualified_name(&call.func)
+                .is_some_and(|qualified| qualified.starts_with("torch."));
+            if ty.is_tensor() && torch_function {
+                return ty;
+            }
+        }
         match self.known_call_ty(call) {
             Ty::Unknown => self.built_on_host(call).unwrap_or_default(),
             ty => ty,
@@ -119,6 +131,10 @@ impl SemanticModel<'_> {
                         has_dim_for_method(call),
                         call.arguments.args.len(),
                     ) {
+                        // `x.new_empty(n, pin_memory=...)`: a factory of the receiver's kind.
+                        Some(Returns::Tensor) if method.starts_with("new_") => {
+                            host_memory::factory_memory(call)
+                        }
                         Some(Returns::Tensor) => host_memory::method_memory(ty, method),
                         other => other.map_or(Ty::Unknown, Ty::from),
                     },
