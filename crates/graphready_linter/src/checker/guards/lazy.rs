@@ -159,8 +159,9 @@ pub fn is_converging<'s>(model: &SemanticModel, if_stmt: &'s ast::StmtIf) -> boo
 /// (or `if hasattr(self, "t"): return ...`, or the cache read into a local just before: `t =
 /// self.t` then `if t is not None: return t`) followed by code that sets `self.t`, on a class
 /// that lasts, or `if _CACHE is not None: return _CACHE` (an `or` with a failure flag too)
-/// followed by code that sets the module global `_CACHE`. The code after it runs once, in the
-/// warm-up.
+/// followed by code that sets the module global `_CACHE`, or `if key in self._done: return`
+/// followed by code that records the key (`self._done.add(key)`) in a container that lasts. The
+/// code after it runs once (per key), in the warm-up.
 pub fn is_lazy_early_return(
     model: &SemanticModel,
     if_stmt: &ast::StmtIf,
@@ -194,6 +195,15 @@ pub fn is_lazy_early_return(
         _ => false,
     }) {
         return true;
+    }
+    // `if key in self._done: return`, then the rest records the key (`self._done.add(key)`,
+    // `CACHE[key] = ...`): once per key.
+    if let Expr::Compare(compare) = &*if_stmt.test {
+        if let ([ast::CmpOp::In], [cache]) = (&*compare.ops, &*compare.comparators) {
+            if is_lasting_cache(model, cache) && records_key(rest, cache, &compare.left) {
+                return true;
+            }
+        }
     }
     let (receiver, name) = match &*if_stmt.test {
         Expr::Compare(compare)
@@ -324,6 +334,24 @@ fn cached_on_self(
         }
         _ => false,
     }
+}
+
+/// Whether a statement directly in a block records `key` in `cache`: `cache.add(key)` or
+/// `cache[key] = ...`.
+fn records_key(body: &[ast::Stmt], cache: &Expr, key: &Expr) -> bool {
+    let (cache, key) = (ComparableExpr::from(cache), ComparableExpr::from(key));
+    body.iter().any(|stmt| match stmt {
+        ast::Stmt::Expr(ast::StmtExpr { value, .. }) => matches!(&**value, Expr::Call(call)
+            if matches!(&*call.func, Expr::Attribute(add)
+                if add.attr.as_str() == "add" && ComparableExpr::from(&*add.value) == cache)
+                && matches!(&*call.arguments.args, [added] if ComparableExpr::from(added) == key)),
+        ast::Stmt::Assign(assign) => assign.targets.iter().any(|target| {
+            matches!(target, Expr::Subscript(subscript)
+                if ComparableExpr::from(&*subscript.value) == cache
+                    && ComparableExpr::from(&*subscript.slice) == key)
+        }),
+        _ => false,
+    })
 }
 
 /// A container that outlives the call: a module global, or an attribute of `self` on a class
