@@ -408,14 +408,20 @@ impl ProjectIndex<'_> {
     /// `__call__`.
     pub(super) fn held_module_calls(&self, class: ClassId, attribute: &str, out: &mut Vec<NodeId>) {
         let held = self.field_type(class, attribute, MAX_DEPTH);
-        if held.elements || held.class_object {
+        self.invoke(&held, out);
+    }
+
+    /// What calling a value runs: each instance's `forward`, else `__call__` (calling a class
+    /// object constructs an instance, and a container is not called: nothing runs).
+    fn invoke(&self, value: &TypeVal, out: &mut Vec<NodeId>) {
+        if value.elements || value.class_object {
             return;
         }
-        for &instance in &held.classes {
+        for &class in &value.classes {
             let before = out.len();
-            self.dispatch(instance, "forward", out);
+            self.dispatch(class, "forward", out);
             if out.len() == before {
-                self.dispatch(instance, "__call__", out);
+                self.dispatch(class, "__call__", out);
             }
         }
     }
@@ -528,17 +534,7 @@ impl ProjectIndex<'_> {
     pub(super) fn resolve_invoke(&self, module: usize, receiver: &TypePath) -> Vec<NodeId> {
         let value = self.eval_path(module, receiver);
         let mut out = Vec::new();
-        // Calling a class object constructs an instance: no `forward` runs.
-        if value.elements || value.class_object {
-            return out;
-        }
-        for &class in &value.classes {
-            let before = out.len();
-            self.dispatch(class, "forward", &mut out);
-            if out.len() == before {
-                self.dispatch(class, "__call__", &mut out);
-            }
-        }
+        self.invoke(&value, &mut out);
         out
     }
 }

@@ -51,12 +51,7 @@ pub fn is_lazy_init(
             ComparableExpr::from(&*compare.left)
         }
         (ast::CmpOp::NotIn, cache) if is_lasting_cache(model, cache) => {
-            return assigned_targets(&if_stmt.body).any(|target| {
-                matches!(target, Expr::Subscript(subscript)
-                    if ComparableExpr::from(&*subscript.value) == ComparableExpr::from(right)
-                        && ComparableExpr::from(&*subscript.slice)
-                            == ComparableExpr::from(&*compare.left))
-            });
+            return stores_key(&if_stmt.body, cache, &compare.left);
         }
         _ => return false,
     };
@@ -308,14 +303,12 @@ fn cached_on_self(
     local: &str,
 ) -> bool {
     match read_just_before(previous, local) {
-        Some(Expr::Attribute(attribute)) => {
+        Some(read @ Expr::Attribute(attribute)) => {
             let Expr::Name(receiver) = &*attribute.value else {
                 return false;
             };
-            let (receiver, name) = (receiver.id.as_str(), attribute.attr.as_str());
-            model.self_name() == Some(receiver)
-                && model.is_lasting_self_attribute(receiver, name)
-                && sets_attribute(&if_stmt.body, receiver, name)
+            is_lasting_cache(model, read)
+                && sets_attribute(&if_stmt.body, receiver.id.as_str(), attribute.attr.as_str())
         }
         Some(Expr::Call(call)) => {
             let Expr::Attribute(get) = &*call.func else {
@@ -326,11 +319,7 @@ fn cached_on_self(
             };
             get.attr.as_str() == "get"
                 && is_lasting_cache(model, &get.value)
-                && assigned_targets(&if_stmt.body).any(|target| {
-                    matches!(target, Expr::Subscript(subscript)
-                        if ComparableExpr::from(&*subscript.value) == ComparableExpr::from(&*get.value)
-                            && ComparableExpr::from(&*subscript.slice) == ComparableExpr::from(key))
-                })
+                && stores_key(&if_stmt.body, &get.value, key)
         }
         _ => false,
     }
@@ -339,18 +328,24 @@ fn cached_on_self(
 /// Whether a statement directly in a block records `key` in `cache`: `cache.add(key)` or
 /// `cache[key] = ...`.
 fn records_key(body: &[ast::Stmt], cache: &Expr, key: &Expr) -> bool {
+    let (cache_form, key_form) = (ComparableExpr::from(cache), ComparableExpr::from(key));
+    stores_key(body, cache, key)
+        || body.iter().any(|stmt| {
+            matches!(stmt, ast::Stmt::Expr(ast::StmtExpr { value, .. })
+                if matches!(&**value, Expr::Call(call)
+                    if matches!(&*call.func, Expr::Attribute(add)
+                        if add.attr.as_str() == "add" && ComparableExpr::from(&*add.value) == cache_form)
+                        && matches!(&*call.arguments.args, [added] if ComparableExpr::from(added) == key_form)))
+        })
+}
+
+/// Whether an assignment directly in a block stores into `cache[key]`.
+fn stores_key(body: &[ast::Stmt], cache: &Expr, key: &Expr) -> bool {
     let (cache, key) = (ComparableExpr::from(cache), ComparableExpr::from(key));
-    body.iter().any(|stmt| match stmt {
-        ast::Stmt::Expr(ast::StmtExpr { value, .. }) => matches!(&**value, Expr::Call(call)
-            if matches!(&*call.func, Expr::Attribute(add)
-                if add.attr.as_str() == "add" && ComparableExpr::from(&*add.value) == cache)
-                && matches!(&*call.arguments.args, [added] if ComparableExpr::from(added) == key)),
-        ast::Stmt::Assign(assign) => assign.targets.iter().any(|target| {
-            matches!(target, Expr::Subscript(subscript)
-                if ComparableExpr::from(&*subscript.value) == cache
-                    && ComparableExpr::from(&*subscript.slice) == key)
-        }),
-        _ => false,
+    assigned_targets(body).any(|target| {
+        matches!(target, Expr::Subscript(subscript)
+            if ComparableExpr::from(&*subscript.value) == cache
+                && ComparableExpr::from(&*subscript.slice) == key)
     })
 }
 
