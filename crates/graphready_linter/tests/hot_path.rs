@@ -105,6 +105,64 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["AudioAdaptor.forward"],
             ),
+            // A backend's prefill work runs outside the decode graph: after `if
+            // batch.num_prefills == 0: return ...`, under `is_mixed()`, under a local flag made
+            // of prefill tests, and in what those branches call. A fill the graph would freeze
+            // (line 16) is no hazard there. SGLang's `is_extend()` holds for captured verify
+            // batches too: its branch stays captured.
+            finding(
+                "engine/attention/chunked.py",
+                14,
+                "GR105",
+                "stall",
+                &["Model.forward", "ChunkedBackend.forward"],
+            ),
+            finding(
+                "engine/attention/chunked.py",
+                25,
+                "GR101",
+                "capture",
+                &[
+                    "Model.forward",
+                    "AttentionBackend.forward",
+                    "ChunkedBackend.forward_decode"
+                ],
+            ),
+            finding(
+                "engine/attention/chunked.py",
+                32,
+                "GR101",
+                "stall",
+                &[
+                    "Model.forward",
+                    "ChunkedBackend.forward",
+                    "ChunkedBackend._prefill"
+                ],
+            ),
+            finding(
+                "engine/attention/chunked.py",
+                37,
+                "GR102",
+                "stall",
+                &[
+                    "Model.forward",
+                    "AttentionBackend.forward",
+                    "ChunkedBackend.forward_decode",
+                    "ChunkedBackend._prefill_tail"
+                ],
+            ),
+            finding(
+                "engine/attention/chunked.py",
+                40,
+                "GR201",
+                "stall",
+                &[
+                    "Model.forward",
+                    "AttentionBackend.forward",
+                    "ChunkedBackend.forward_decode",
+                    "ChunkedBackend._embed_images"
+                ],
+            ),
             finding(
                 "engine/attention/counting.py",
                 16,

@@ -17,6 +17,18 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Visits a clause's body, which handles a batch's prefill work when `prefill` says so (see
+    /// `semantic::prefill`).
+    fn visit_clause(&mut self, safe: bool, prefill: bool, body: &'a [Stmt]) {
+        if prefill {
+            self.summary.enter_prefill(body);
+        }
+        self.visit_guarded(safe, body);
+        if prefill {
+            self.summary.exit_prefill();
+        }
+    }
+
     pub(super) fn visit_if(&mut self, if_stmt: &'a ast::StmtIf) {
         self.visit_expr(&if_stmt.test);
         self.truth_test(&if_stmt.test);
@@ -41,13 +53,15 @@ impl<'a> Checker<'a> {
         if let Some((name, Some(ty), _)) = device {
             self.model.narrow(name, ty);
         }
-        self.visit_guarded(body_safe, &if_stmt.body);
+        let body_prefill = self.model.prefill_when(&if_stmt.test, false);
+        self.visit_clause(body_safe, body_prefill, &if_stmt.body);
         if branches {
             self.model.leave_branch();
         }
         // Each later clause runs only when every earlier test was false.
         let mut earlier_false_safe =
             guards::safe_when(&self.model, self.settings, &if_stmt.test, true);
+        let mut earlier_false_prefill = self.model.prefill_when(&if_stmt.test, true);
         for clause in &if_stmt.elif_else_clauses {
             self.model.enter_branch();
             if let Some((name, _, Some(ty))) = device {
@@ -63,11 +77,14 @@ impl<'a> Checker<'a> {
                         self.model.narrow(name, ty);
                     }
                     let clause_safe = guards::safe_when(&self.model, self.settings, test, false);
-                    self.visit_guarded(clause_safe, &clause.body);
+                    let prefill = earlier_false_prefill || self.model.prefill_when(test, false);
+                    self.visit_clause(clause_safe, prefill, &clause.body);
                     earlier_false_safe = earlier_false_safe
                         || guards::safe_when(&self.model, self.settings, test, true);
+                    earlier_false_prefill =
+                        earlier_false_prefill || self.model.prefill_when(test, true);
                 }
-                None => self.visit_block(&clause.body),
+                None => self.visit_clause(false, earlier_false_prefill, &clause.body),
             }
             self.safe_depth = saved;
             self.model.leave_branch();

@@ -290,23 +290,32 @@ impl<'a> Checker<'a> {
             self.safe_depth += 1;
         }
         let saved_previous = self.previous;
+        let mut prefill = 0;
         for (i, stmt) in body.iter().enumerate() {
             self.previous = i.checked_sub(1).map(|j| &body[j]);
             self.visit_stmt(stmt);
             if let Stmt::If(if_stmt) = stmt {
-                if if_stmt.elif_else_clauses.is_empty()
-                    && body_always_exits(&if_stmt.body)
-                    && (guards::safe_when(&self.model, self.settings, &if_stmt.test, true)
+                if if_stmt.elif_else_clauses.is_empty() && body_always_exits(&if_stmt.body) {
+                    if guards::safe_when(&self.model, self.settings, &if_stmt.test, true)
                         || guards::is_lazy_early_return(
                             &self.model,
                             if_stmt,
                             self.previous,
                             &body[i + 1..],
-                        ))
-                {
-                    self.safe_depth += 1;
+                        )
+                    {
+                        self.safe_depth += 1;
+                    }
+                    // `if is_decode: return ...`: the rest handles prefill work.
+                    if self.model.prefill_when(&if_stmt.test, true) {
+                        self.summary.enter_prefill(&body[i + 1..]);
+                        prefill += 1;
+                    }
                 }
             }
+        }
+        for _ in 0..prefill {
+            self.summary.exit_prefill();
         }
         self.safe_depth = saved;
         self.previous = saved_previous;

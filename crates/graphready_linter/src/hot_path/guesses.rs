@@ -28,7 +28,7 @@ impl ProjectIndex<'_> {
     }
 
     /// The functions a function's calls run for certain: [`ProjectIndex::callees`] less those
-    /// only a guess by name reaches.
+    /// only a guess by name reaches, and less those only its prefill branches call.
     pub fn exact_callees(&self, node: NodeId) -> Vec<NodeId> {
         let callees = self.callees(node);
         let calls = &self.function(node).calls;
@@ -46,12 +46,15 @@ impl ProjectIndex<'_> {
             };
             set.extend(targets.iter().copied());
         }
-        if guessed.is_empty() {
+        // Prefill branches run outside a decode graph (see `prefill`).
+        let prefill = self.prefill_only_callees(node);
+        if guessed.is_empty() && prefill.is_empty() {
             return callees;
         }
         callees
             .into_iter()
             .filter(|callee| !guessed.contains(callee) || exact.contains(callee))
+            .filter(|callee| prefill.binary_search(callee).is_err())
             .collect()
     }
 }

@@ -3,7 +3,8 @@
 //! [`super::types`]' business.
 
 use super::cache::NodeCache;
-use super::types::{ProjectFacts, Ty, TypeState};
+use super::facts::ProjectFacts;
+use super::types::{Ty, TypeState};
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;

@@ -88,7 +88,8 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
-    /// The type of `a or b` / `a and b`: a capture flag when the operands make one.
+    /// The type of `a or b` / `a and b`: a capture flag when the operands make one, else a
+    /// prefill flag when they make one.
     pub(super) fn bool_op_ty(&self, bool_op: &ast::ExprBoolOp) -> Ty {
         let flag = |value: &Expr| self.ty(value) == Ty::CaptureFlag;
         let is_flag = match bool_op.op {
@@ -98,6 +99,8 @@ impl<'a> SemanticModel<'a> {
         };
         if is_flag {
             Ty::CaptureFlag
+        } else if self.prefill_bool_op(bool_op, false) {
+            Ty::PrefillFlag
         } else {
             Ty::Unknown
         }

@@ -3,6 +3,7 @@
 //! report only on "yes"; "unknown" keeps graphready silent.
 
 use super::cache::NodeCache;
+use super::facts::{AttributeType, ProjectFacts, PropertyRead};
 use super::host_memory;
 use super::model::{Binding, SemanticModel};
 use super::syntax::host_named;
@@ -41,6 +42,9 @@ pub enum Ty {
     /// A host bool that is true whenever the code runs inside a CUDA graph capture or a
     /// `torch.compile` trace (see [`super::predicates`]): `if not flag:` guards eager-only code.
     CaptureFlag,
+    /// A host bool that is true only when the batch has prefill work (see [`super::prefill`]):
+    /// `if flag:` guards code that runs outside a decode graph.
+    PrefillFlag,
     /// An `nn.Module` instance: calling it returns a tensor.
     Module,
     Stream,
@@ -69,7 +73,12 @@ impl Ty {
         self.is_host_tensor()
             || matches!(
                 self,
-                Ty::Array | Ty::Host | Ty::HostList | Ty::HostLists | Ty::CaptureFlag
+                Ty::Array
+                    | Ty::Host
+                    | Ty::HostList
+                    | Ty::HostLists
+                    | Ty::CaptureFlag
+                    | Ty::PrefillFlag
             )
     }
 
@@ -118,60 +127,6 @@ impl From<Returns> for Ty {
             Returns::Event => Ty::Event,
         }
     }
-}
-
-/// What the project analysis knows about other modules before this module's walk: the return
-/// types of their functions by qualified name, and which parameters of this module's functions
-/// receive device tensors at their call sites. (This module's own returns are learned during
-/// the walk, callees first.)
-#[derive(Debug, Default, Clone, Copy)]
-pub struct ProjectFacts<'a> {
-    pub returns: Option<&'a FxHashMap<String, Ty>>,
-    /// The positions' types of the tuples other modules' functions return, by qualified name.
-    pub tuple_returns: Option<&'a FxHashMap<String, Box<[Ty]>>>,
-    /// Function qualified name inside the module → parameters that receive device tensors.
-    pub param_types: Option<&'a FxHashMap<String, Vec<(String, Ty)>>>,
-    /// Other modules' functions whose every return is a buffer from `torch.empty` and friends
-    /// that nothing wrote (GR404 follows it through the caller), by qualified name.
-    pub uninitialized_buffers: Option<&'a rustc_hash::FxHashSet<String>>,
-    /// What this module's own functions return, from phase 1: a phase-3 check that skips a
-    /// function nothing reaches by a call (a property) still knows its return.
-    pub own_returns: Option<&'a FxHashMap<String, Ty>>,
-    /// The project's `nn.Module` subclasses by qualified name: constructing one makes a module,
-    /// whose calls return tensors.
-    pub module_classes: Option<&'a rustc_hash::FxHashSet<String>>,
-    /// Function qualified name inside the module → the properties its parameters' reads run
-    /// that wait for the device.
-    pub property_reads: Option<&'a FxHashMap<String, Vec<PropertyRead>>>,
-    /// Input fields the project's processors keep on the host (see `super::fields`).
-    pub host_fields: Option<&'a rustc_hash::FxHashSet<String>>,
-    /// Environment flags the project declares off by default (see `super::env_flags`).
-    pub off_flags: Option<&'a rustc_hash::FxHashSet<String>>,
-    /// Function qualified name inside the module → `(parameter, field, type)` for the host-data
-    /// fields its class-typed parameters carry.
-    pub attribute_types: Option<&'a FxHashMap<String, Vec<AttributeType>>>,
-}
-
-/// A host-data field a class-typed parameter carries: `input_batch.num_scheduled_tokens` with
-/// `InputBatch` annotating `num_scheduled_tokens: np.ndarray`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AttributeType {
-    pub receiver: String,
-    pub field: String,
-    pub ty: Ty,
-}
-
-/// A read of a property that waits for the device: `batch.seq_lens_cpu`, where `batch` is an
-/// instance of a class whose `seq_lens_cpu` property copies a device tensor to the host.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PropertyRead {
-    /// The parameter read (`batch`, or `self`).
-    pub receiver: String,
-    pub attribute: String,
-    /// The property, qualified inside its module (`ForwardBatch.seq_lens_cpu`).
-    pub property: String,
-    /// The code of the sync in the property's body.
-    pub code: &'static str,
 }
 
 /// What the inference remembers besides the bindings: return types, and memoised answers.

@@ -80,6 +80,8 @@ pub(crate) struct SummaryBuilder<'a> {
     /// Loop bodies entered, per function, and how many of them are `while` bodies.
     loop_depths: Vec<u32>,
     while_depths: Vec<u32>,
+    /// Prefill branches entered, per function (see [`crate::summary::CallSite::prefill`]).
+    prefill_depths: Vec<u32>,
     /// Locals bound to methods of `self` looked up by name (`getattr(type(self), MODES[mode])`),
     /// per function.
     method_aliases: Vec<FxHashMap<&'a str, Vec<String>>>,
@@ -127,6 +129,7 @@ impl<'a> SummaryBuilder<'a> {
             instances: Vec::new(),
             locals: Vec::new(),
             loop_depths: Vec::new(),
+            prefill_depths: Vec::new(),
             while_depths: Vec::new(),
             method_aliases: Vec::new(),
             function_aliases: Vec::new(),
@@ -308,6 +311,7 @@ impl<'a> SummaryBuilder<'a> {
             runs_model_in_loop: false,
             runs_model_until_done: false,
             loops: Vec::new(),
+            prefill_blocks: Vec::new(),
             returns: Ty::Unknown,
             params,
             return_annotation,
@@ -347,6 +351,7 @@ impl<'a> SummaryBuilder<'a> {
         self.locals.push(locals);
         self.loop_depths.push(0);
         self.while_depths.push(0);
+        self.prefill_depths.push(0);
         self.method_aliases.push(FxHashMap::default());
         self.function_aliases.push(FxHashMap::default());
         self.globals.push(FxHashSet::default());

@@ -83,6 +83,9 @@ pub struct CallSite {
     pub target: CallTarget,
     /// Made inside a `for` or `while` body: it runs once per iteration.
     pub in_loop: bool,
+    /// Made where the code handles a batch's prefill work (`if attn_metadata.num_prefills > 0:`,
+    /// see `semantic::prefill`): outside a decode graph, even in a captured function.
+    pub prefill: bool,
     /// The arguments known to be device tensors at this call.
     pub tensor_args: Vec<ArgKey>,
     /// The other arguments with their types: host values (numbers, lists, arrays, tensors in
@@ -147,6 +150,9 @@ pub struct FunctionSummary {
     pub runs_model_until_done: bool,
     /// Line ranges (inclusive) of the function's outermost loops.
     pub loops: Vec<(u32, u32)>,
+    /// Line ranges (inclusive) of the code that handles a batch's prefill work: it runs outside
+    /// a decode graph, even in a captured function.
+    pub prefill_blocks: Vec<(u32, u32)>,
     pub returns: Ty,
     /// The type of each position of the tuples the function returns on every path, when one
     /// says where a tensor lives (`-> (should_split, counts_cpu, mode)`).
@@ -232,6 +238,8 @@ pub enum EntryReason {
     StepCaller,
     /// Called in the loop that drives the step.
     StepLoop,
+    /// Called where captured code handles a batch's prefill work, which runs outside the graph.
+    PrefillBranch,
     /// A public function of a library that has no entry point of its own.
     PublicApi,
 }
@@ -254,6 +262,9 @@ impl EntryReason {
             EntryReason::RunsModel => "runs the model outside the graph",
             EntryReason::StepCaller => "calls the code that runs the step",
             EntryReason::StepLoop => "called in the loop that drives the steps",
+            EntryReason::PrefillBranch => {
+                "called where captured code handles prefill work, which runs outside the graph"
+            }
             EntryReason::PublicApi => {
                 "public function of a library without entry points (callers capture it)"
             }

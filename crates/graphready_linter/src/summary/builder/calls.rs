@@ -235,6 +235,7 @@ impl SummaryBuilder<'_> {
         }
         let capturing = self.capture_depth > 0;
         let in_loop = self.loop_depths.last().is_some_and(|depth| *depth > 0);
+        let prefill = self.prefill_depths.last().is_some_and(|depth| *depth > 0);
         let args = ArgTypes::of(model, call);
         let function_args = self.function_args(model, call);
         if let Some(function) = self.building.last_mut() {
@@ -242,6 +243,7 @@ impl SummaryBuilder<'_> {
                 let site = CallSite {
                     target,
                     in_loop,
+                    prefill,
                     tensor_args: args.tensor.clone(),
                     other_args: args.other.clone().into_boxed_slice(),
                     opaque: args.opaque,
@@ -254,6 +256,31 @@ impl SummaryBuilder<'_> {
                     function.calls.push(site);
                 }
             }
+        }
+    }
+
+    /// The statements of a block that handles a batch's prefill work begin; calls there are
+    /// [`CallSite::prefill`] until [`Self::exit_prefill`].
+    pub(crate) fn enter_prefill(&mut self, body: &[ruff_python_ast::Stmt]) {
+        let Some(depth) = self.prefill_depths.last_mut() else {
+            return;
+        };
+        *depth += 1;
+        let (Some(first), Some(last)) = (body.first(), body.last()) else {
+            return;
+        };
+        let lines = (
+            self.line_of(ruff_text_size::Ranged::start(first)),
+            self.line_of(ruff_text_size::Ranged::end(last)),
+        );
+        if let Some(function) = self.building.last_mut() {
+            function.prefill_blocks.push(lines);
+        }
+    }
+
+    pub(crate) fn exit_prefill(&mut self) {
+        if let Some(depth) = self.prefill_depths.last_mut() {
+            *depth = depth.saturating_sub(1);
         }
     }
 

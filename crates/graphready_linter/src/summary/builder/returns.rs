@@ -97,6 +97,7 @@ impl SummaryBuilder<'_> {
         self.locals.pop();
         self.loop_depths.pop();
         self.while_depths.pop();
+        self.prefill_depths.pop();
         self.method_aliases.pop();
         self.function_aliases.pop();
         self.globals.pop();

@@ -1,0 +1,40 @@
+"""A backend whose graphs hold decode batches only (as serving engines capture them): what it
+does for prefill work runs eagerly, on every step that has some, outside the graph."""
+
+import torch
+
+from engine.attention.base import AttentionBackend
+
+
+class ChunkedBackend(AttentionBackend):
+    def forward(self, q, batch):
+        if batch.num_prefills == 0:
+            return self.forward_decode(q, batch)
+        # Prefill work from here on: a stall every such step, not a capture failure.
+        total = int(batch.extend_seq_lens.sum())
+        # A fill with a value read from the device is frozen only inside a graph.
+        pad = torch.full((4,), total, device=q.device)
+        return self._prefill(q[:total] + pad.sum(), batch)
+
+    def forward_decode(self, q, batch):
+        if batch.forward_mode.is_mixed():
+            # Mixed batches: the prefill part, eagerly.
+            self._prefill_tail(batch)
+        elif batch.forward_mode.is_extend():
+            # Extend batches include the verify batches of speculative decoding: captured.
+            q = q[batch.seq_lens.argmax().item()]
+        needs_images = not batch.forward_mode.is_decode() and batch.contains_mm_inputs()
+        if needs_images:
+            self._embed_images(batch)
+        return q
+
+    def _prefill(self, q, batch):
+        if batch.seq_lens.max().item() > 4096:
+            q = q * 0.5
+        return q
+
+    def _prefill_tail(self, batch):
+        return batch.extend_seq_lens.tolist()
+
+    def _embed_images(self, batch):
+        return batch.seq_lens.nonzero()

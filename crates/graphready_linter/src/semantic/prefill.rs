@@ -1,0 +1,141 @@
+//! Prefill predicates: batch tests that hold only when the step has prefill work. Serving
+//! engines capture their graphs for decode batches (vLLM's full graphs hold uniform decode
+//! batches, its attention runs outside the piecewise graphs; SGLang captures decode, verify and
+//! idle batches): the code a captured function runs for prefill work runs eagerly, on every
+//! step that has some. A hazard there stalls the step; it does not break a capture.
+//!
+//! A test names the batch's prefill work (`attn_metadata.num_prefills > 0`,
+//! `if prefill_meta := attn_metadata.prefill_metadata:`, `forward_mode.is_mixed()`,
+//! `forward_batch.contains_mm_inputs()`, an `is_prefill` flag), or denies that the batch is
+//! decode only (`if not is_decode:`, `if forward_mode.is_decode(): return ...`). SGLang's
+//! `is_extend()` and `is_prefill()` also hold for the verify batches its graphs capture, so they
+//! do not count; its `is_extend_without_speculative()` does. A name bound to a prefill test
+//! is one too ([`Ty::PrefillFlag`]).
+
+use super::model::SemanticModel;
+use super::types::Ty;
+use crate::util::last_segment;
+use ruff_python_ast::{self as ast, Expr};
+
+/// Names (of flags, properties, methods called without arguments) that are true only for a
+/// batch with prefill work.
+const PREFILL_NAMES: &[&str] = &[
+    "is_prefill",
+    "has_prefill",
+    "has_prefills",
+    "is_mixed",
+    "is_split_prefill",
+    "is_extend_without_speculative",
+    "contains_mm_inputs",
+    "prefill_metadata",
+    "prefill_meta",
+    "num_prefills",
+    "num_prefill_tokens",
+    "num_prefill_reqs",
+];
+
+/// Names that are true only for a batch of decode work alone.
+const DECODE_NAMES: &[&str] = &[
+    "is_decode",
+    "is_decode_only",
+    "is_pure_decode",
+    "is_all_decode",
+    "decode_only",
+];
+
+/// The receivers whose methods are SGLang's `ForwardMode` tests.
+const FORWARD_MODES: &[&str] = &["forward_mode", "mode"];
+
+impl SemanticModel<'_> {
+    /// Whether `test` evaluating to `!negated` means the batch has prefill work, so the code it
+    /// guards runs outside a decode graph.
+    pub fn prefill_when(&self, test: &Expr, negated: bool) -> bool {
+        match test {
+            Expr::UnaryOp(ast::ExprUnaryOp {
+                op: ast::UnaryOp::Not,
+                operand,
+                ..
+            }) => self.prefill_when(operand, !negated),
+            Expr::BoolOp(bool_op) => self.prefill_bool_op(bool_op, negated),
+            Expr::Named(named) => self.prefill_when(&named.value, negated),
+            Expr::Compare(compare) => prefill_compare(compare, negated),
+            Expr::Name(_) | Expr::Attribute(_) | Expr::Call(_) => {
+                if !negated && self.ty(test) == Ty::PrefillFlag {
+                    return true;
+                }
+                match batch_test(test) {
+                    Some(Batch::Prefill) => !negated,
+                    Some(Batch::Decode) => negated,
+                    None => false,
+                }
+            }
+            _ => false,
+        }
+    }
+}
+
+impl SemanticModel<'_> {
+    /// [`SemanticModel::prefill_when`] of `a and b`, `a or b`.
+    pub(super) fn prefill_bool_op(&self, bool_op: &ast::ExprBoolOp, negated: bool) -> bool {
+        // `a and b` true: both hold, so one prefill test among them is enough; false: one of
+        // them is false, so each must say so. `or` is the mirror image.
+        if matches!(bool_op.op, ast::BoolOp::And) != negated {
+            bool_op.values.iter().any(|v| self.prefill_when(v, negated))
+        } else {
+            bool_op.values.iter().all(|v| self.prefill_when(v, negated))
+        }
+    }
+}
+
+enum Batch {
+    /// True only with prefill work.
+    Prefill,
+    /// True only for decode work alone.
+    Decode,
+}
+
+/// What a flag, a property or a method called without arguments says of the batch.
+fn batch_test(test: &Expr) -> Option<Batch> {
+    if let Expr::Call(call) = test {
+        if !call.arguments.is_empty() {
+            return None;
+        }
+        // SGLang's `forward_mode.is_prefill()` is `is_extend()`, true for verify batches too,
+        // and a batch that is not `is_decode()` may be one: only its prefill-only tests count.
+        if let Expr::Attribute(method) = &*call.func {
+            if last_segment(&method.value).is_some_and(|r| FORWARD_MODES.contains(&r)) {
+                let name = method.attr.as_str();
+                return (name != "is_prefill" && PREFILL_NAMES.contains(&name))
+                    .then_some(Batch::Prefill);
+            }
+        }
+    }
+    let name = last_segment(test)?.trim_start_matches('_');
+    if PREFILL_NAMES.contains(&name) {
+        Some(Batch::Prefill)
+    } else if DECODE_NAMES.contains(&name) {
+        Some(Batch::Decode)
+    } else {
+        None
+    }
+}
+
+/// `num_prefills > 0`, `prefill_metadata is not None` (and their negations).
+fn prefill_compare(compare: &ast::ExprCompare, negated: bool) -> bool {
+    let ([op], [right]) = (&*compare.ops, &*compare.comparators) else {
+        return false;
+    };
+    if !matches!(batch_test(&compare.left), Some(Batch::Prefill)) {
+        return false;
+    }
+    let zero = matches!(right, Expr::NumberLiteral(n)
+        if matches!(&n.value, ast::Number::Int(i) if i.as_u8() == Some(0)));
+    let none = right.is_none_literal_expr();
+    match op {
+        ast::CmpOp::Gt | ast::CmpOp::NotEq if zero => !negated,
+        ast::CmpOp::Eq if zero => negated,
+        ast::CmpOp::IsNot if none => !negated,
+        ast::CmpOp::Is if none => negated,
+        _ => false,
+    }
+}
