@@ -445,6 +445,16 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["EmbedRunner.run", "ImageTextModel.embed_tokens"],
             ),
+            // The switch a caller turns on (`fast=True`); the check no caller turns on, the
+            // output no caller passes and the capture-time branch only set-up takes are not
+            // reached (see the cold list).
+            finding(
+                "engine/switches.py",
+                24,
+                "GR101",
+                "capture",
+                &["KernelLayer.forward", "run_kernel"],
+            ),
             finding(
                 "engine/tower.py",
                 17,
@@ -506,6 +516,11 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/runner.py", 43),
             ("engine/runner.py", 53),
             ("engine/runner.py", 94),
+            // Branches no call in the project takes: `if check:` and `if out is not None:` with
+            // every call leaving the defaults, `if in_capture:` passed `True` only by set-up.
+            ("engine/switches.py", 12),
+            ("engine/switches.py", 19),
+            ("engine/switches.py", 37),
             ("engine/tests/test_runner.py", 8),
             ("engine/tests/test_runner.py", 9),
             // A speech encoder invoked only in an eager block (`with gpu_sync_allowed():`).

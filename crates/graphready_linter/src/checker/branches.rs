@@ -18,12 +18,23 @@ impl<'a> Checker<'a> {
     }
 
     /// Visits a clause's body, which handles a batch's prefill work when `prefill` says so (see
-    /// `semantic::prefill`).
-    fn visit_clause(&mut self, safe: bool, prefill: bool, body: &'a [Stmt]) {
+    /// `semantic::prefill`), and runs when `test` (if given) evaluates to `!negated`.
+    fn visit_clause(
+        &mut self,
+        safe: bool,
+        prefill: bool,
+        test: Option<(&'a Expr, bool)>,
+        body: &'a [Stmt],
+    ) {
         if prefill {
             self.summary.enter_prefill(body);
         }
+        let entered = test.map_or(0, |(test, negated)| {
+            self.summary
+                .enter_param_guard(&self.model, body, test, negated)
+        });
         self.visit_guarded(safe, body);
+        self.summary.exit_param_guard(entered);
         if prefill {
             self.summary.exit_prefill();
         }
@@ -54,7 +65,12 @@ impl<'a> Checker<'a> {
             self.model.narrow(name, ty);
         }
         let body_prefill = self.model.prefill_when(&if_stmt.test, false);
-        self.visit_clause(body_safe, body_prefill, &if_stmt.body);
+        self.visit_clause(
+            body_safe,
+            body_prefill,
+            Some((&if_stmt.test, false)),
+            &if_stmt.body,
+        );
         if branches {
             self.model.leave_branch();
         }
@@ -78,13 +94,18 @@ impl<'a> Checker<'a> {
                     }
                     let clause_safe = guards::safe_when(&self.model, self.settings, test, false);
                     let prefill = earlier_false_prefill || self.model.prefill_when(test, false);
-                    self.visit_clause(clause_safe, prefill, &clause.body);
+                    self.visit_clause(clause_safe, prefill, Some((test, false)), &clause.body);
                     earlier_false_safe = earlier_false_safe
                         || guards::safe_when(&self.model, self.settings, test, true);
                     earlier_false_prefill =
                         earlier_false_prefill || self.model.prefill_when(test, true);
                 }
-                None => self.visit_clause(false, earlier_false_prefill, &clause.body),
+                None => {
+                    // After `if t:` alone, `else:` runs when `t` is false.
+                    let single =
+                        (if_stmt.elif_else_clauses.len() == 1).then_some((&*if_stmt.test, true));
+                    self.visit_clause(false, earlier_false_prefill, single, &clause.body);
+                }
             }
             self.safe_depth = saved;
             self.model.leave_branch();

@@ -291,6 +291,7 @@ impl<'a> Checker<'a> {
         }
         let saved_previous = self.previous;
         let mut prefill = 0;
+        let mut guarded = 0;
         for (i, stmt) in body.iter().enumerate() {
             self.previous = i.checked_sub(1).map(|j| &body[j]);
             self.visit_stmt(stmt);
@@ -311,12 +312,20 @@ impl<'a> Checker<'a> {
                         self.summary.enter_prefill(&body[i + 1..]);
                         prefill += 1;
                     }
+                    // `if not check: return`: the rest runs with `check` true.
+                    guarded += self.summary.enter_param_guard(
+                        &self.model,
+                        &body[i + 1..],
+                        &if_stmt.test,
+                        true,
+                    );
                 }
             }
         }
         for _ in 0..prefill {
             self.summary.exit_prefill();
         }
+        self.summary.exit_param_guard(guarded);
         self.safe_depth = saved;
         self.previous = saved_previous;
     }

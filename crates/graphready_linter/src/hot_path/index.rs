@@ -65,6 +65,8 @@ pub struct ProjectIndex<'s> {
     /// What each method returns in the module classes defining it (a call on a module of
     /// unknown class).
     pub(super) any_module_memo: std::sync::Mutex<FxHashMap<String, super::types::TypeVal>>,
+    /// Call sites the constant parameters rule out (see `super::constants`), set once.
+    pub(super) dead_sites: std::sync::OnceLock<FxHashSet<(NodeId, usize)>>,
 }
 
 impl<'s> ProjectIndex<'s> {
@@ -90,6 +92,7 @@ impl<'s> ProjectIndex<'s> {
             definers: std::sync::OnceLock::new(),
             hierarchy_memo: std::sync::Mutex::new(FxHashMap::default()),
             any_module_memo: std::sync::Mutex::new(FxHashMap::default()),
+            dead_sites: std::sync::OnceLock::new(),
         };
         for (i, module) in modules.iter().enumerate() {
             if let Some(name) = &module.module {
@@ -337,10 +340,13 @@ impl<'s> ProjectIndex<'s> {
     /// each reached function once, and most of a project is never reached.
     pub fn callees(&self, node: NodeId) -> Vec<NodeId> {
         let function = self.function(node);
+        let dead = self.dead_sites.get().filter(|dead| !dead.is_empty());
         let mut targets: Vec<NodeId> = self
             .resolved_sites(node)
             .iter()
-            .flat_map(|targets| targets.iter().copied())
+            .enumerate()
+            .filter(|(i, _)| dead.is_none_or(|dead| !dead.contains(&(node, *i))))
+            .flat_map(|(_, targets)| targets.iter().copied())
             .collect();
         // Functions handed to a parameter the callee calls.
         targets.extend(self.passed_functions(node));

@@ -8,6 +8,7 @@
 //! forwards, then from per-step entries; attach reach and chain to each diagnostic.
 
 mod args;
+mod constants;
 mod derived;
 mod guesses;
 mod held;
@@ -80,6 +81,8 @@ pub struct HotPath<'s> {
     driven_by: FxHashMap<NodeId, NodeId>,
     /// Per-step entries called from a captured function's prefill branch: that function.
     prefill_of: FxHashMap<NodeId, NodeId>,
+    /// The parameters the project's calls leave at one literal (see [`constants`]).
+    constants: constants::Constants<'s>,
     /// Parameters that receive a device tensor at some reached call site (or from a
     /// `ProbeTarget`'s inputs), by function: an annotation is a claim, a call site is evidence.
     param_types: FxHashMap<NodeId, Vec<(String, Ty)>>,
@@ -223,6 +226,17 @@ impl<'s> HotPath<'s> {
             .iter()
             .cloned()
             .partition(|entry| called.contains(&entry.node));
+        // Parameters the project's calls decide; entry points are called from outside too.
+        let entry_nodes: FxHashSet<NodeId> = explicit
+            .iter()
+            .chain(&roots)
+            .chain(&steps)
+            .map(|entry| entry.node)
+            .collect();
+        let constants = constants::find(&index, &entry_nodes);
+        let _ = index
+            .dead_sites
+            .set(constants::dead_sites(&index, &constants));
         let mut captured = FxHashMap::default();
         // What the step search and the parameter stage need besides the captured set, on the
         // other core meanwhile.
@@ -299,6 +313,7 @@ impl<'s> HotPath<'s> {
             drivers,
             driven_by,
             prefill_of,
+            constants,
             unmatched,
             library,
         }
@@ -373,6 +388,16 @@ impl<'s> HotPath<'s> {
         };
         let line = diagnostic.span.start.line;
         let summary = self.index.function(node);
+        // A branch the constant parameters rule out never runs.
+        if let Some(params) = self.constants.get(&node) {
+            let tests = summary
+                .param_blocks
+                .iter()
+                .filter(|block| (block.lines.0..=block.lines.1).contains(&line));
+            if constants::rules_out(params, tests.map(|b| (&*b.param, b.test))) {
+                return;
+            }
+        }
         if summary
             .capture_blocks
             .iter()

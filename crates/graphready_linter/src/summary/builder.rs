@@ -13,6 +13,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::rc::Rc;
 
 mod bindings;
+mod branches;
 mod calls;
 mod classes;
 mod lookups;
@@ -82,6 +83,9 @@ pub(crate) struct SummaryBuilder<'a> {
     while_depths: Vec<u32>,
     /// Prefill branches entered, per function (see [`crate::summary::CallSite::prefill`]).
     prefill_depths: Vec<u32>,
+    /// Tests of the function's parameters that hold where the walk is, per function (see
+    /// [`crate::summary::CallSite::requires`]).
+    param_conditions: Vec<Vec<(Box<str>, crate::summary::ParamTest)>>,
     /// Locals bound to methods of `self` looked up by name (`getattr(type(self), MODES[mode])`),
     /// per function.
     method_aliases: Vec<FxHashMap<&'a str, Vec<String>>>,
@@ -130,6 +134,7 @@ impl<'a> SummaryBuilder<'a> {
             locals: Vec::new(),
             loop_depths: Vec::new(),
             prefill_depths: Vec::new(),
+            param_conditions: Vec::new(),
             while_depths: Vec::new(),
             method_aliases: Vec::new(),
             function_aliases: Vec::new(),
@@ -312,6 +317,7 @@ impl<'a> SummaryBuilder<'a> {
             runs_model_until_done: false,
             loops: Vec::new(),
             prefill_blocks: Vec::new(),
+            param_blocks: Vec::new(),
             returns: Ty::Unknown,
             params,
             return_annotation,
@@ -352,6 +358,7 @@ impl<'a> SummaryBuilder<'a> {
         self.loop_depths.push(0);
         self.while_depths.push(0);
         self.prefill_depths.push(0);
+        self.param_conditions.push(Vec::new());
         self.method_aliases.push(FxHashMap::default());
         self.function_aliases.push(FxHashMap::default());
         self.globals.push(FxHashSet::default());

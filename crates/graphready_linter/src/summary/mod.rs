@@ -3,9 +3,11 @@
 //! compiled and graphed callables, graph replays).
 
 pub(crate) mod builder;
+mod constants;
 mod types;
 
 use crate::semantic::Ty;
+pub use constants::{Const, ParamBlock, ParamTest};
 use rustc_hash::FxHashMap;
 pub use types::{Param, PathRoot, PathStep, TypePath, TypeRef};
 
@@ -86,6 +88,11 @@ pub struct CallSite {
     /// Made where the code handles a batch's prefill work (`if attn_metadata.num_prefills > 0:`,
     /// see `semantic::prefill`): outside a decode graph, even in a captured function.
     pub prefill: bool,
+    /// Arguments that are `True`, `False` or `None` literals.
+    pub const_args: Box<[(ArgKey, Const)]>,
+    /// Tests of the caller's own parameters that hold wherever this call is made (`if check:`
+    /// around it): see `hot_path::constants`.
+    pub requires: Box<[(Box<str>, ParamTest)]>,
     /// The arguments known to be device tensors at this call.
     pub tensor_args: Vec<ArgKey>,
     /// The other arguments with their types: host values (numbers, lists, arrays, tensors in
@@ -153,6 +160,8 @@ pub struct FunctionSummary {
     /// Line ranges (inclusive) of the code that handles a batch's prefill work: it runs outside
     /// a decode graph, even in a captured function.
     pub prefill_blocks: Vec<(u32, u32)>,
+    /// Line ranges that run only when a test of a parameter passes (`if check:`).
+    pub param_blocks: Vec<ParamBlock>,
     pub returns: Ty,
     /// The type of each position of the tuples the function returns on every path, when one
     /// says where a tensor lives (`-> (should_split, counts_cpu, mode)`).

@@ -79,4 +79,6 @@ pub struct Param {
     /// Annotated as a host value (`int`, `list[int]`, `np.ndarray`): what its callers pass
     /// does not change that.
     pub host: bool,
+    /// A `True`, `False` or `None` default.
+    pub default: Option<super::Const>,
 }

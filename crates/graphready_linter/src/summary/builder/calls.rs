@@ -4,7 +4,9 @@
 
 use super::{is_external, SummaryBuilder};
 use crate::semantic::{SemanticModel, Ty};
-use crate::summary::{ArgKey, CallSite, CallTarget, CallableEntry, EntryReason, Ref};
+use crate::summary::{
+    ArgKey, CallSite, CallTarget, CallableEntry, Const, EntryReason, ParamTest, Ref,
+};
 use ruff_python_ast::{self as ast, Expr};
 
 impl SummaryBuilder<'_> {
@@ -236,6 +238,11 @@ impl SummaryBuilder<'_> {
         let capturing = self.capture_depth > 0;
         let in_loop = self.loop_depths.last().is_some_and(|depth| *depth > 0);
         let prefill = self.prefill_depths.last().is_some_and(|depth| *depth > 0);
+        let requires: Box<[(Box<str>, ParamTest)]> = self
+            .param_conditions
+            .last()
+            .map(|conditions| conditions.iter().cloned().collect())
+            .unwrap_or_default();
         let args = ArgTypes::of(model, call);
         let function_args = self.function_args(model, call);
         if let Some(function) = self.building.last_mut() {
@@ -244,6 +251,8 @@ impl SummaryBuilder<'_> {
                     target,
                     in_loop,
                     prefill,
+                    const_args: args.consts.clone().into_boxed_slice(),
+                    requires: requires.clone(),
                     tensor_args: args.tensor.clone(),
                     other_args: args.other.clone().into_boxed_slice(),
                     opaque: args.opaque,
@@ -256,31 +265,6 @@ impl SummaryBuilder<'_> {
                     function.calls.push(site);
                 }
             }
-        }
-    }
-
-    /// The statements of a block that handles a batch's prefill work begin; calls there are
-    /// [`CallSite::prefill`] until [`Self::exit_prefill`].
-    pub(crate) fn enter_prefill(&mut self, body: &[ruff_python_ast::Stmt]) {
-        let Some(depth) = self.prefill_depths.last_mut() else {
-            return;
-        };
-        *depth += 1;
-        let (Some(first), Some(last)) = (body.first(), body.last()) else {
-            return;
-        };
-        let lines = (
-            self.line_of(ruff_text_size::Ranged::start(first)),
-            self.line_of(ruff_text_size::Ranged::end(last)),
-        );
-        if let Some(function) = self.building.last_mut() {
-            function.prefill_blocks.push(lines);
-        }
-    }
-
-    pub(crate) fn exit_prefill(&mut self) {
-        if let Some(depth) = self.prefill_depths.last_mut() {
-            *depth = depth.saturating_sub(1);
         }
     }
 
@@ -411,6 +395,8 @@ struct ArgTypes {
     /// Arguments that are the caller's parameters, as received or a view of one (`lens[a:b]`),
     /// not known to be host values.
     params: Vec<(ArgKey, Box<str>)>,
+    /// `True`, `False` and `None` literals.
+    consts: Vec<(ArgKey, Const)>,
 }
 
 impl ArgTypes {
@@ -420,8 +406,12 @@ impl ArgTypes {
             other: Vec::new(),
             opaque: false,
             params: Vec::new(),
+            consts: Vec::new(),
         };
         let mut record = |key: ArgKey, value: &Expr| {
+            if let Some(value) = Const::of(value) {
+                args.consts.push((key.clone(), value));
+            }
             let ty = model.ty(value);
             // The parameter itself, or a view of it (`lens[start:end]`, `lens[i]`): memory
             // where the parameter's is.

@@ -98,6 +98,7 @@ impl SummaryBuilder<'_> {
         self.loop_depths.pop();
         self.while_depths.pop();
         self.prefill_depths.pop();
+        self.param_conditions.pop();
         self.method_aliases.pop();
         self.function_aliases.pop();
         self.globals.pop();

@@ -188,6 +188,7 @@ impl<'a> SummaryBuilder<'a> {
                         .and_then(|annotation| self.annotation_type(model, annotation)),
                     tensor: ty == crate::semantic::Ty::Tensor,
                     host: ty.is_host(),
+                    default: parameter.default().and_then(crate::summary::Const::of),
                 }
             })
             .collect()

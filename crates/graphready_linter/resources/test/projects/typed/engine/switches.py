@@ -1,0 +1,45 @@
+"""Kernel wrappers with switches their callers decide: a check no caller turns on, an output
+buffer no caller passes, a capture-time branch only set-up takes, and a switch a caller does
+turn on."""
+
+import torch
+from torch import nn
+
+from engine.batch import ForwardBatch
+
+
+def _validate(q: torch.Tensor):
+    assert (q >= 0).all()
+
+
+def run_kernel(q: torch.Tensor, check: bool = False, out=None, fast: bool = False):
+    if check:
+        _validate(q)
+    if out is not None:
+        out[0] = q.sum().item()
+        return out
+    if not fast:
+        return q
+    # A caller turns this on: it runs.
+    return q[q.argmax().item()]
+
+
+class KernelLayer(nn.Module):
+    def forward(self, q: torch.Tensor) -> torch.Tensor:
+        q = run_kernel(q)
+        return run_kernel(q, fast=True)
+
+
+class Planner:
+    def plan(self, batch: ForwardBatch, in_capture: bool = False):
+        if in_capture:
+            # Only the capture set-up passes `in_capture=True`.
+            self.max_len = batch.seq_lens.max().item()
+        return batch
+
+    def capture_graphs(self, batch: ForwardBatch):
+        self.plan(batch, in_capture=True)
+
+    def replay(self, batch: ForwardBatch):
+        self.plan(batch)
+        self.graph.replay()

@@ -1,0 +1,92 @@
+//! Branches in the summary: the blocks that handle a batch's prefill work (see
+//! `semantic::prefill`) and those that run only when a test of a parameter passes (see
+//! `summary::constants`), as line ranges and as marks on the calls made in them.
+
+use super::SummaryBuilder;
+use crate::semantic::SemanticModel;
+use crate::summary::constants::name_tests;
+use crate::summary::ParamBlock;
+use ruff_python_ast::{Expr, Stmt};
+use ruff_text_size::Ranged;
+
+impl SummaryBuilder<'_> {
+    /// The lines a block spans, when it has statements.
+    fn block_lines(&self, body: &[Stmt]) -> Option<(u32, u32)> {
+        let (first, last) = (body.first()?, body.last()?);
+        Some((self.line_of(first.start()), self.line_of(last.end())))
+    }
+
+    /// The statements of a block that handles a batch's prefill work begin; calls there are
+    /// [`crate::summary::CallSite::prefill`] until [`Self::exit_prefill`].
+    pub(crate) fn enter_prefill(&mut self, body: &[Stmt]) {
+        let Some(depth) = self.prefill_depths.last_mut() else {
+            return;
+        };
+        *depth += 1;
+        let Some(lines) = self.block_lines(body) else {
+            return;
+        };
+        if let Some(function) = self.building.last_mut() {
+            function.prefill_blocks.push(lines);
+        }
+    }
+
+    pub(crate) fn exit_prefill(&mut self) {
+        if let Some(depth) = self.prefill_depths.last_mut() {
+            *depth = depth.saturating_sub(1);
+        }
+    }
+
+    /// A block that runs only when `test` evaluates to `!negated` begins: the tests it makes of
+    /// the function's parameters with a literal default (`if check:`, `if out is None:`) hold
+    /// for its lines and the calls made there, until [`Self::exit_param_guard`] with the count
+    /// returned.
+    pub(crate) fn enter_param_guard(
+        &mut self,
+        model: &SemanticModel,
+        body: &[Stmt],
+        test: &Expr,
+        negated: bool,
+    ) -> usize {
+        if self.returns_only {
+            return 0;
+        }
+        let mut tests = Vec::new();
+        name_tests(test, negated, &mut tests);
+        if tests.is_empty() {
+            return 0;
+        }
+        let lines = self.block_lines(body);
+        let (Some(function), Some(conditions)) =
+            (self.building.last_mut(), self.param_conditions.last_mut())
+        else {
+            return 0;
+        };
+        let mut entered = 0;
+        for (name, test) in tests {
+            let defaulted = function
+                .params
+                .iter()
+                .any(|p| p.name == name && p.default.is_some());
+            if !defaulted || !model.is_parameter(name) {
+                continue;
+            }
+            conditions.push((name.into(), test));
+            entered += 1;
+            if let Some(lines) = lines {
+                function.param_blocks.push(ParamBlock {
+                    lines,
+                    param: name.into(),
+                    test,
+                });
+            }
+        }
+        entered
+    }
+
+    pub(crate) fn exit_param_guard(&mut self, entered: usize) {
+        if let Some(conditions) = self.param_conditions.last_mut() {
+            conditions.truncate(conditions.len().saturating_sub(entered));
+        }
+    }
+}
