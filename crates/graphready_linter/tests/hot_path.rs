@@ -300,6 +300,8 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             // A head module built by the constructor, which nothing reaches, defined in another
             // module: the file is typed again with the project's module classes.
+            // Nothing in `engine/grids.py`: the grid its model passes as a list is made a host
+            // tensor, and the rows its helper unpacks from it are host data.
             finding(
                 "engine/logits.py",
                 17,

@@ -49,10 +49,15 @@ impl<'a> SemanticModel<'a> {
         match target {
             Expr::Name(name) => self.bind(name.id.as_str(), ty),
             Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
-                let element = if ty == Ty::TensorSeq {
-                    Ty::Tensor
-                } else {
-                    Ty::Unknown
+                // Unpacking host data gives host data (`for t, h, w in grid_cpu:`); a host
+                // container (`Ty::Host`) may hold anything.
+                let element = match ty {
+                    Ty::TensorSeq => Ty::Tensor,
+                    ty if ty.is_host_tensor() => ty,
+                    Ty::HostLists => Ty::HostList,
+                    Ty::HostList => Ty::Host,
+                    Ty::Array => Ty::Array,
+                    _ => Ty::Unknown,
                 };
                 for elt in elts {
                     self.bind_target(elt, element);
