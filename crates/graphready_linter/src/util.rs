@@ -50,6 +50,18 @@ pub(crate) fn other_platform_words<'w>(words: impl Iterator<Item = &'w str> + Cl
     })
 }
 
+/// Whether the `_` words of a function's name name a device without CUDA graphs, the host
+/// aside (`forward_xpu`, `forward_npu`, `_apply_mlx`): a platform's implementation, which its
+/// op dispatches to only there. `cpu` does not count: `copy_to_cpu` and `seq_lens_cpu` serve a
+/// GPU.
+pub(crate) fn other_device_function(name: &str) -> bool {
+    name.split('_').any(|word| {
+        let word = word.to_ascii_lowercase();
+        matches!(word.as_str(), "mlx" | "ascend" | "neuron" | "mindspore")
+            || NO_CUDA_GRAPH_DEVICES.contains(&word.as_str())
+    })
+}
+
 /// The CamelCase words of a class name: `VisionIntelXPUAttention` is `Vision`, `Intel`, `XPU`,
 /// `Attention`; digits stay with the word before them.
 pub(crate) fn camel_words(name: &str) -> Vec<&str> {

@@ -356,7 +356,8 @@ impl<'a> Visitor<'a> for Checker<'a> {
                     class_qualname: self.class_body.clone(),
                     qualname: self.qualify(name),
                     safe: !self.in_captured_code()
-                        || guards::is_device_kernel(&self.model, function),
+                        || guards::is_device_kernel(&self.model, function)
+                        || crate::util::other_device_function(name),
                 };
                 if self.function.is_some() {
                     self.visit_function_body(deferred);
