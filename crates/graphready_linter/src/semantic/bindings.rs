@@ -284,6 +284,9 @@ impl<'a> SemanticModel<'a> {
             if self.is_host_device(value) {
                 self.current().host_devices.insert(name.id.as_str());
             }
+            if self.is_off_flag(value) {
+                self.current().off_flags.insert(name.id.as_str());
+            }
             // Only where some field is declared host-resident: the pattern serves field reads.
             let pattern = if self.declares_host_fields() {
                 super::fields::key_pattern(value)

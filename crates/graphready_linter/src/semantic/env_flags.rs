@@ -90,7 +90,8 @@ fn reads_off_default(expr: &Expr, key: &str, depth: u8) -> bool {
 impl SemanticModel<'_> {
     /// Whether a test reads an environment flag the project declares off by default:
     /// `envs.NAME.get()`, `envs.NAME.value`, `envs.NAME`, or `get_bool_env_var("NAME")` without
-    /// a default that turns it on.
+    /// a default that turns it on, or a name bound to one of those (`_validate =
+    /// envs.NAME.get()` at module level).
     pub fn is_off_flag(&self, test: &Expr) -> bool {
         let declared = |name: &str| {
             self.types
@@ -99,6 +100,11 @@ impl SemanticModel<'_> {
                 .is_some_and(|flags| flags.contains(name))
         };
         match test {
+            // `_validate` bound to such a flag (a module global read once).
+            Expr::Name(name) => self
+                .visible_scopes()
+                .find(|scope| scope.bindings.contains_key(name.id.as_str()))
+                .is_some_and(|scope| scope.off_flags.contains(name.id.as_str())),
             // `self.trace` where the class sets it only from such a flag.
             Expr::Attribute(attribute)
                 if matches!(&*attribute.value, Expr::Name(receiver)

@@ -29,6 +29,9 @@ pub(super) struct Scope<'a> {
     pub(super) host_devices: FxHashSet<&'a str>,
     /// The parameters of the function this scope belongs to.
     pub(super) parameters: FxHashSet<&'a str>,
+    /// Names bound here to an environment flag off by default (`_validate =
+    /// envs.X.get()`), see [`SemanticModel::is_off_flag`].
+    pub(super) off_flags: FxHashSet<&'a str>,
     /// Attribute paths known to hold host data: an assertion declared a host tensor (`assert
     /// batch.lens.is_cpu`), or the receiver's class annotates the field (`num_scheduled_tokens:
     /// np.ndarray`).
@@ -162,6 +165,7 @@ impl<'a> SemanticModel<'a> {
                 scope.bool_tensors.clear();
                 scope.host_devices.clear();
                 scope.parameters.clear();
+                scope.off_flags.clear();
                 scope.host_attributes.clear();
                 scope.key_patterns.clear();
                 self.spare_scopes.push(scope);
@@ -221,6 +225,9 @@ impl<'a> SemanticModel<'a> {
         }
         if !scope.parameters.is_empty() {
             scope.parameters.remove(name);
+        }
+        if !scope.off_flags.is_empty() {
+            scope.off_flags.remove(name);
         }
     }
 
