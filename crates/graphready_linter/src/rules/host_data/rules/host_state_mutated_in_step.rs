@@ -12,7 +12,8 @@ declare_violation! {
     /// ## What it does
     /// Checks, in code that runs captured, for host state that the step changes: a counter on
     /// `self` bumped every call (`self.step += 1`), and a flag set lazily on first use
-    /// (`if not self._initialized: ...; self._initialized = True`).
+    /// (`if not self._initialized: ...; self._initialized = True`, where no other method sets
+    /// the flag again).
     ///
     /// ## Why is this bad?
     /// A CUDA graph replays kernels, not Python. The counter stops at the value it had when the
@@ -233,7 +234,10 @@ fn lazy_flag(checker: &mut Checker, if_stmt: &ast::StmtIf) {
         }
         for target in &assign.targets {
             if let Some(attribute) = self_attribute(checker, target) {
-                if tested.contains(&attribute) {
+                // Set here alone outside `__init__`: a flag that flips once. One another method
+                // sets too is armed and cleared again (a side stream forked and joined).
+                if tested.contains(&attribute) && checker.model.self_setter_count(attribute) <= 1
+                {
                     flips.push((attribute.to_string(), assign.range()));
                 }
             }
