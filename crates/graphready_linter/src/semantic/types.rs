@@ -399,6 +399,13 @@ impl<'a> SemanticModel<'a> {
                 Ty::Array => Ty::Array,
                 // `self.layers[i]` of an `nn.ModuleList`.
                 Ty::Module => Ty::Module,
+                // `kwargs["seq_lens_cpu"]`: an item keyed like a host mirror, as an attribute
+                // named so is.
+                _ if matches!(&*subscript.slice, Expr::StringLiteral(key)
+                    if host_named(key.value.to_str())) =>
+                {
+                    Ty::CpuTensor
+                }
                 _ => Ty::Unknown,
             },
             Expr::Named(named) => self.ty(&named.value),
