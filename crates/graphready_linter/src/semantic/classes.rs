@@ -31,7 +31,8 @@ impl<'a> SemanticModel<'a> {
                 })
                 .or_insert(ty);
         };
-        // Attributes set from an off-by-default flag, and those set otherwise somewhere.
+        // Attributes set from an off-by-default flag (or to `False`), and those set otherwise
+        // somewhere.
         let mut flagged: Vec<&'a str> = Vec::new();
         let mut unflagged: Vec<&'a str> = Vec::new();
         for stmt in &class.body {
@@ -74,7 +75,12 @@ impl<'a> SemanticModel<'a> {
                                 })
                                 .or_insert(held);
                         }
-                        if value.is_some_and(|value| self.is_off_flag(value)) {
+                        // Set from a flag off by default, or only ever to `False`.
+                        let off = value.is_some_and(|value| {
+                            self.is_off_flag(value)
+                                || matches!(value, Expr::BooleanLiteral(b) if !b.value)
+                        });
+                        if off {
                             flagged.push(name);
                         } else {
                             unflagged.push(name);
