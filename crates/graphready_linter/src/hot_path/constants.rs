@@ -37,7 +37,8 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
         // invocations of its instances, whose arguments vary (and searching them all would cost
         // more than the rest of the analysis).
         let function = index.function(node);
-        if function.param_blocks.is_empty() && function.calls.iter().all(|c| c.requires.is_empty())
+        if function.param_blocks.is_empty()
+            && function.calls.iter().all(|c| c.requires().is_empty())
             || function.qualname.ends_with(".forward")
             || function.qualname.ends_with(".__call__")
             || entries.contains(&node)
@@ -53,7 +54,7 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
                 function
                     .calls
                     .iter()
-                    .flat_map(|site| site.requires.iter().map(|(param, _)| &**param)),
+                    .flat_map(|site| site.requires().iter().map(|(param, _)| &**param)),
             )
             .collect();
         if params.is_empty() {
@@ -145,7 +146,7 @@ fn passes(function: &FunctionSummary, site: &CallSite, param: &str) -> Passed {
         .find(|key| param_of(function, bound, key).is_some_and(|p| p.name == param));
     match given {
         Some(key) => site
-            .const_args
+            .const_args()
             .iter()
             .find(|(k, _)| k == key)
             .map_or(Passed::Varies, |(_, c)| Passed::Always(*c)),
@@ -166,7 +167,7 @@ pub(super) fn dead_sites(
     let mut dead = FxHashSet::default();
     for (node, params) in constants {
         for (i, site) in index.function(*node).calls.iter().enumerate() {
-            if rules_out(params, site.requires.iter().map(|(p, t)| (&**p, *t))) {
+            if rules_out(params, site.requires().iter().map(|(p, t)| (&**p, *t))) {
                 dead.insert((*node, i));
             }
         }

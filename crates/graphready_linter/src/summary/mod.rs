@@ -88,11 +88,9 @@ pub struct CallSite {
     /// Made where the code handles a batch's prefill work (`if attn_metadata.num_prefills > 0:`,
     /// see `semantic::prefill`): outside a decode graph, even in a captured function.
     pub prefill: bool,
-    /// Arguments that are `True`, `False` or `None` literals.
-    pub const_args: Box<[(ArgKey, Const)]>,
-    /// Tests of the caller's own parameters that hold wherever this call is made (`if check:`
-    /// around it): see `hot_path::constants`.
-    pub requires: Box<[(Box<str>, ParamTest)]>,
+    /// What constant arguments decide here, for the few calls where there is something: see
+    /// [`SiteConstants`].
+    pub constants: Option<Box<SiteConstants>>,
     /// The arguments known to be device tensors at this call.
     pub tensor_args: Vec<ArgKey>,
     /// The other arguments with their types: host values (numbers, lists, arrays, tensors in
@@ -106,6 +104,29 @@ pub struct CallSite {
     /// Arguments that are the caller's own parameters, as received (`grid_thw` passed on): what
     /// the caller's callers pass decides their type here too.
     pub param_args: Box<[(ArgKey, Box<str>)]>,
+}
+
+/// The literals a call passes and the tests of its caller's parameters it is made under (see
+/// `hot_path::constants`).
+#[derive(Debug, Clone, Default)]
+pub struct SiteConstants {
+    /// Arguments that are `True`, `False` or `None` literals.
+    pub args: Box<[(ArgKey, Const)]>,
+    /// Tests of the caller's own parameters that hold wherever this call is made (`if check:`
+    /// around it).
+    pub requires: Box<[(Box<str>, ParamTest)]>,
+}
+
+impl CallSite {
+    /// The `True`, `False` and `None` literals the call passes.
+    pub fn const_args(&self) -> &[(ArgKey, Const)] {
+        self.constants.as_deref().map_or(&[], |c| &c.args)
+    }
+
+    /// The tests of the caller's parameters that hold wherever this call is made.
+    pub fn requires(&self) -> &[(Box<str>, ParamTest)] {
+        self.constants.as_deref().map_or(&[], |c| &c.requires)
+    }
 }
 
 /// An argument of a call: by position, or by keyword.

@@ -5,7 +5,7 @@
 use super::{is_external, SummaryBuilder};
 use crate::semantic::{SemanticModel, Ty};
 use crate::summary::{
-    ArgKey, CallSite, CallTarget, CallableEntry, Const, EntryReason, ParamTest, Ref,
+    ArgKey, CallSite, CallTarget, CallableEntry, Const, EntryReason, ParamTest, Ref, SiteConstants,
 };
 use ruff_python_ast::{self as ast, Expr};
 
@@ -244,6 +244,12 @@ impl SummaryBuilder<'_> {
             .map(|conditions| conditions.iter().cloned().collect())
             .unwrap_or_default();
         let args = ArgTypes::of(model, call);
+        let constants = (!requires.is_empty() || !args.consts.is_empty()).then(|| {
+            Box::new(SiteConstants {
+                args: args.consts.clone().into_boxed_slice(),
+                requires,
+            })
+        });
         let function_args = self.function_args(model, call);
         if let Some(function) = self.building.last_mut() {
             for target in targets {
@@ -251,8 +257,7 @@ impl SummaryBuilder<'_> {
                     target,
                     in_loop,
                     prefill,
-                    const_args: args.consts.clone().into_boxed_slice(),
-                    requires: requires.clone(),
+                    constants: constants.clone(),
                     tensor_args: args.tensor.clone(),
                     other_args: args.other.clone().into_boxed_slice(),
                     opaque: args.opaque,

@@ -236,8 +236,7 @@ fn lazy_flag(checker: &mut Checker, if_stmt: &ast::StmtIf) {
             if let Some(attribute) = self_attribute(checker, target) {
                 // Set here alone outside `__init__`: a flag that flips once. One another method
                 // sets too is armed and cleared again (a side stream forked and joined).
-                if tested.contains(&attribute) && checker.model.self_setter_count(attribute) <= 1
-                {
+                if tested.contains(&attribute) && checker.model.self_setter_count(attribute) <= 1 {
                     flips.push((attribute.to_string(), assign.range()));
                 }
             }
