@@ -159,6 +159,16 @@ fn passes(function: &FunctionSummary, site: &CallSite, param: &str) -> Passed {
     }
 }
 
+impl ProjectIndex<'_> {
+    /// Whether the constant parameters rule out a function's call site (by its position among
+    /// the function's calls).
+    pub(super) fn is_dead_site(&self, node: NodeId, site: usize) -> bool {
+        self.dead_sites
+            .get()
+            .is_some_and(|dead| !dead.is_empty() && dead.contains(&(node, site)))
+    }
+}
+
 /// The call sites (function, position among its calls) that constants rule out.
 pub(super) fn dead_sites(
     index: &ProjectIndex,

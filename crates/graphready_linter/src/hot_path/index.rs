@@ -340,12 +340,11 @@ impl<'s> ProjectIndex<'s> {
     /// each reached function once, and most of a project is never reached.
     pub fn callees(&self, node: NodeId) -> Vec<NodeId> {
         let function = self.function(node);
-        let dead = self.dead_sites.get().filter(|dead| !dead.is_empty());
         let mut targets: Vec<NodeId> = self
             .resolved_sites(node)
             .iter()
             .enumerate()
-            .filter(|(i, _)| dead.is_none_or(|dead| !dead.contains(&(node, *i))))
+            .filter(|(i, _)| !self.is_dead_site(node, *i))
             .flat_map(|(_, targets)| targets.iter().copied())
             .collect();
         // Functions handed to a parameter the callee calls.

@@ -11,13 +11,19 @@ use crate::summary::EntryReason;
 use rustc_hash::FxHashMap;
 
 impl ProjectIndex<'_> {
-    /// The functions a function calls only where it handles prefill work.
+    /// The functions a function calls only where it handles prefill work (calls the constant
+    /// parameters rule out aside).
     pub(super) fn prefill_only_callees(&self, node: NodeId) -> Vec<NodeId> {
         let calls = &self.function(node).calls;
         if !calls.iter().any(|site| site.prefill) {
             return Vec::new();
         }
-        let sites = calls.iter().zip(self.resolved_sites(node));
+        let sites = calls
+            .iter()
+            .zip(self.resolved_sites(node))
+            .enumerate()
+            .filter(|(i, _)| !self.is_dead_site(node, *i))
+            .map(|(_, site)| site);
         let mut other: Vec<NodeId> = sites
             .clone()
             .filter(|(site, _)| !site.prefill)
