@@ -36,9 +36,9 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
         // Set-up is never followed nor reported; a module's `forward` runs through the many
         // invocations of its instances, whose arguments vary (and searching them all would cost
         // more than the rest of the analysis).
+        // (A call made under a test of a parameter is in that test's block.)
         let function = index.function(node);
         if function.param_blocks.is_empty()
-            && function.calls.iter().all(|c| c.requires().is_empty())
             || function.qualname.ends_with(".forward")
             || function.qualname.ends_with(".__call__")
             || entries.contains(&node)
@@ -50,16 +50,7 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
             .param_blocks
             .iter()
             .map(|block| &*block.param)
-            .chain(
-                function
-                    .calls
-                    .iter()
-                    .flat_map(|site| site.requires().iter().map(|(param, _)| &**param)),
-            )
             .collect();
-        if params.is_empty() {
-            continue;
-        }
         params.sort_unstable();
         params.dedup();
         let name = function
