@@ -35,9 +35,7 @@ pub(crate) fn other_platform_words<'w>(words: impl Iterator<Item = &'w str> + Cl
     let mut cpu = false;
     for word in words.clone() {
         let word = word.to_ascii_lowercase();
-        if matches!(word.as_str(), "mlx" | "ascend" | "neuron" | "mindspore")
-            || NO_CUDA_GRAPH_DEVICES.contains(&word.as_str())
-        {
+        if names_other_device(&word) {
             return true;
         }
         cpu |= matches!(word.as_str(), "cpu" | "amx");
@@ -55,11 +53,15 @@ pub(crate) fn other_platform_words<'w>(words: impl Iterator<Item = &'w str> + Cl
 /// op dispatches to only there. `cpu` does not count: `copy_to_cpu` and `seq_lens_cpu` serve a
 /// GPU.
 pub(crate) fn other_device_function(name: &str) -> bool {
-    name.split('_').any(|word| {
-        let word = word.to_ascii_lowercase();
-        matches!(word.as_str(), "mlx" | "ascend" | "neuron" | "mindspore")
-            || NO_CUDA_GRAPH_DEVICES.contains(&word.as_str())
-    })
+    name.split('_')
+        .any(|word| names_other_device(&word.to_ascii_lowercase()))
+}
+
+/// Whether a lowercase word names a device (or a framework for one) without CUDA graphs, the
+/// host aside: one of [`NO_CUDA_GRAPH_DEVICES`], `mlx`, `ascend`, `neuron` or `mindspore`.
+fn names_other_device(word: &str) -> bool {
+    matches!(word, "mlx" | "ascend" | "neuron" | "mindspore")
+        || NO_CUDA_GRAPH_DEVICES.contains(&word)
 }
 
 /// The CamelCase words of a class name: `VisionIntelXPUAttention` is `Vision`, `Intel`, `XPU`,

@@ -7,10 +7,10 @@
 //! A test names the batch's prefill work (`attn_metadata.num_prefills > 0`,
 //! `if prefill_meta := attn_metadata.prefill_metadata:`, `forward_mode.is_mixed()`,
 //! `forward_batch.contains_mm_inputs()`, an `is_prefill` flag), or denies that the batch is
-//! decode only (`if not is_decode:`, `if forward_mode.is_decode(): return ...`). SGLang's
-//! `is_extend()` and `is_prefill()` also hold for the verify batches its graphs capture, so they
-//! do not count; its `is_extend_without_speculative()` does. A name bound to a prefill test
-//! is one too ([`Ty::PrefillFlag`]).
+//! decode only (`if not is_decode:`, `if attn_metadata.is_decode_only: return ...`). SGLang's
+//! `forward_mode.is_extend()`, `is_prefill()` and `not is_decode()` also hold for the verify
+//! batches its graphs capture, so they do not count; its `is_extend_without_speculative()`
+//! does. A name bound to a prefill test is one too ([`Ty::PrefillFlag`]).
 
 use super::model::SemanticModel;
 use super::types::Ty;
@@ -72,9 +72,7 @@ impl SemanticModel<'_> {
             _ => false,
         }
     }
-}
 
-impl SemanticModel<'_> {
     /// [`SemanticModel::prefill_when`] of `a and b`, `a or b`.
     pub(super) fn prefill_bool_op(&self, bool_op: &ast::ExprBoolOp, negated: bool) -> bool {
         // `a and b` true: both hold, so one prefill test among them is enough; false: one of
