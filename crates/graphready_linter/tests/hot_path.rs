@@ -418,10 +418,10 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 &["Scheduler.run", "Scheduler.has_unfinished"],
             ),
             // In the driving loop itself, though the file is checked again in the second pass.
-            finding("engine/runner.py", 80, "GR101", "stall", &["Scheduler.run"],),
+            finding("engine/runner.py", 81, "GR101", "stall", &["Scheduler.run"],),
             finding(
                 "engine/runner.py",
-                83,
+                84,
                 "GR102",
                 "stall",
                 &["Scheduler.run", "Scheduler.media"],
@@ -429,10 +429,22 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // `init_*` is set-up, but not when a later word names the step's requests.
             finding(
                 "engine/runner.py",
-                90,
+                91,
                 "GR105",
                 "stall",
                 &["Scheduler.run", "Scheduler.init_request"],
+            ),
+            // `init_*` called by per-step work with requests (`add_requests`) runs every step.
+            finding(
+                "engine/runner.py",
+                98,
+                "GR101",
+                "stall",
+                &[
+                    "Scheduler.run",
+                    "Scheduler.add_requests",
+                    "Scheduler.init_slots"
+                ],
             ),
             // A module forward that only uncaptured code calls (a vision tower run per request
             // through a callback table) runs on the host path: its syncs are reported there, and
@@ -517,7 +529,7 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/rotary.py", 29),
             ("engine/runner.py", 43),
             ("engine/runner.py", 53),
-            ("engine/runner.py", 94),
+            ("engine/runner.py", 102),
             // Branches no call in the project takes: `if check:` and `if out is not None:` with
             // every call leaving the defaults, `if in_capture:` passed `True` only by set-up.
             ("engine/switches.py", 12),

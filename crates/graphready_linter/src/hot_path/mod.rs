@@ -250,7 +250,7 @@ impl<'s> HotPath<'s> {
                 let by_name = steps::sites_by_name(&index);
                 let once: Vec<NodeId> = index
                     .nodes()
-                    .filter(|node| index.runs_once(*node))
+                    .filter(|node| index.runs_once_always(*node))
                     .collect();
                 let property_reads = properties::property_reads(&index);
                 let attribute_types = properties::attribute_types(&index);
@@ -474,7 +474,7 @@ fn search(
         let mut next = Vec::new();
         for (node, callees) in frontier.iter().zip(callees) {
             for callee in callees {
-                if admits(&callee, reached) && !index.runs_once(callee) {
+                if admits(&callee, reached) && !index.runs_once_from(*node, callee) {
                     reached.insert(callee, Some(*node));
                     next.push(callee);
                 }

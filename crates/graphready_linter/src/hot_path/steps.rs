@@ -59,15 +59,27 @@ pub(super) fn is_set_up(qualname: &str) -> bool {
 }
 
 fn is_set_up_name(name: &str) -> bool {
+    set_up_name(name).is_some()
+}
+
+/// How a name says it is set-up.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SetUp {
+    /// A word of the name says so (`load_weights`, `capture_model`, `__init__`).
+    Named,
+    /// Only its first word (`init_canvas`, `from_config`): set-up when called from set-up or
+    /// from code that says nothing, but not when per-step work with requests calls it.
+    FirstWord,
+}
+
+fn set_up_name(name: &str) -> Option<SetUp> {
     if matches!(name, "__init__" | "__post_init__" | "__new__" | "__del__") {
-        return true;
+        return Some(SetUp::Named);
     }
     // Without allocating: this runs for every function a search reaches.
     let is = |word: &str, list: &[&str]| list.iter().any(|w| w.eq_ignore_ascii_case(word));
     let mut words = name.split('_').filter(|w| !w.is_empty());
-    let Some(first) = words.next() else {
-        return false;
-    };
+    let first = words.next()?;
     let mut previous = first;
     let mut set_up = is(first, SET_UP_WORDS);
     let mut step = is(first, STEP_WORDS);
@@ -78,7 +90,26 @@ fn is_set_up_name(name: &str) -> bool {
         step |= is(word, STEP_WORDS);
         previous = word;
     }
-    set_up || (is(first, SET_UP_FIRST_WORDS) && !step)
+    if set_up {
+        Some(SetUp::Named)
+    } else {
+        (is(first, SET_UP_FIRST_WORDS) && !step).then_some(SetUp::FirstWord)
+    }
+}
+
+/// Words that name the requests a step takes in, in the name of a function that works on them
+/// (`add_request`, `_finish_prefills`, `get_new_batch_prefill`).
+const REQUEST_WORDS: &[&str] = &["request", "req", "prefill", "prompt", "batch"];
+
+/// Whether a name says the function works on the step's requests: a word of it, or the word
+/// without a plural `s`, is one of [`REQUEST_WORDS`].
+fn is_request_name(name: &str) -> bool {
+    name.split('_').filter(|w| !w.is_empty()).any(|word| {
+        let singular = word.strip_suffix('s').unwrap_or(word);
+        REQUEST_WORDS
+            .iter()
+            .any(|w| w.eq_ignore_ascii_case(word) || w.eq_ignore_ascii_case(singular))
+    })
 }
 
 /// Whether a module is a measuring harness or an example rather than the engine: in a package
@@ -133,6 +164,39 @@ impl ProjectIndex<'_> {
         is_set_up(&self.function(node).qualname)
             || self.is_harness(node.module)
             || self.is_memoized(node)
+    }
+
+    /// Whether a call from `caller` enters code that runs once ([`Self::runs_once`]), but for
+    /// set-up by the first word of its name alone (`init_canvas`) called by a function working on
+    /// the step's requests (`add_request`, `_finish_prefills`): that runs each time requests
+    /// start, which is every step. A model's `forward` calling its lazy `init_*` still runs it
+    /// once.
+    pub(super) fn runs_once_from(&self, caller: NodeId, callee: NodeId) -> bool {
+        self.runs_once(callee)
+            && !(self.set_up_by_first_word(callee)
+                && self
+                    .function(caller)
+                    .qualname
+                    .rsplit('.')
+                    .next()
+                    .is_some_and(|name| is_request_name(name) && set_up_name(name).is_none()))
+    }
+
+    /// Whether a function runs once whoever calls it: [`Self::runs_once`], less set-up by the
+    /// first word of its name alone (see [`Self::runs_once_from`]).
+    pub(super) fn runs_once_always(&self, node: NodeId) -> bool {
+        self.runs_once(node) && !self.set_up_by_first_word(node)
+    }
+
+    /// Set-up only by the first word of its name (`init_canvas`), not a harness, not memoised.
+    fn set_up_by_first_word(&self, node: NodeId) -> bool {
+        let qualname = &self.function(node).qualname;
+        is_set_up(qualname)
+            && qualname
+                .split('.')
+                .all(|part| set_up_name(part) != Some(SetUp::Named))
+            && !self.is_harness(node.module)
+            && !self.is_memoized(node)
     }
 
     /// A memoised function (`@functools.lru_cache(...)`, `@functools.cache`): its body runs
@@ -351,6 +415,28 @@ mod tests {
         ] {
             assert!(!is_set_up(name), "{name}");
         }
+    }
+
+    #[test]
+    fn request_names() {
+        for name in [
+            "add_request",
+            "_finish_prefills",
+            "_get_new_batch_prefill_raw",
+            "reqs",
+        ] {
+            assert!(is_request_name(name), "{name}");
+        }
+        for name in [
+            "forward",
+            "_compute_expert_location_metadata",
+            "requested_x",
+            "press",
+        ] {
+            assert!(!is_request_name(name), "{name}");
+        }
+        assert!(set_up_name("init_canvas") == Some(SetUp::FirstWord));
+        assert!(set_up_name("init_weights_loading") == Some(SetUp::Named));
     }
 
     #[test]

@@ -77,6 +77,7 @@ class Scheduler:
                 break
             self.media(x, logits)
             self.init_request(token)
+            self.add_requests(token)
             self.last_position = positions.max().item()
 
     def media(self, grid: torch.Tensor, lengths: torch.Tensor):
@@ -88,6 +89,13 @@ class Scheduler:
     def init_request(self, slots: torch.Tensor):
         # `init_*`, but for a request: the loop calls it every step.
         self.slots = int(slots.sum())
+
+    def add_requests(self, slots: torch.Tensor):
+        # Named for per-step work with requests: what it calls runs every step, `init_*` or not.
+        self.init_slots(slots)
+
+    def init_slots(self, slots: torch.Tensor):
+        self.first_slot = slots.min().item()
 
     def init_buffers(self, warm: torch.Tensor):
         # Only the constructor calls it: set-up.
