@@ -469,6 +469,14 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["KernelLayer.forward", "run_kernel"],
             ),
+            // The switch a caller turns on through another function's `**kwargs`.
+            finding(
+                "engine/switches.py",
+                38,
+                "GR104",
+                "capture",
+                &["KernelLayer.forward", "run_wrapped", "_run_checked"],
+            ),
             finding(
                 "engine/tower.py",
                 17,
@@ -534,7 +542,9 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             // every call leaving the defaults, `if in_capture:` passed `True` only by set-up.
             ("engine/switches.py", 12),
             ("engine/switches.py", 19),
-            ("engine/switches.py", 37),
+            // Passed on through `**kwargs` by a function no caller gives `check=` to.
+            ("engine/switches.py", 35),
+            ("engine/switches.py", 54),
             ("engine/tests/test_runner.py", 8),
             ("engine/tests/test_runner.py", 9),
             // A speech encoder invoked only in an eager block (`with gpu_sync_allowed():`).

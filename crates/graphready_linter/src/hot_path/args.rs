@@ -204,7 +204,7 @@ fn record_host<'f>(
     host: &mut FxHashMap<ParamKey<'f>, Option<Ty>>,
     pending: &mut Vec<(ParamKey<'f>, ParamKey<'f>)>,
 ) {
-    if site.opaque {
+    if site.opaque() {
         for param in &function.params {
             host.insert((callee, param.name.as_str()), None);
         }

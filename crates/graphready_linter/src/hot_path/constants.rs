@@ -7,11 +7,13 @@
 //! Only calls from code that runs every step count: set-up and measuring harnesses run once
 //! (they may turn a check on while capturing). A function that is an entry point is called from
 //! outside the project too, so its parameters stay open; so does one no call in the project
-//! reaches directly, and one a call passes arguments to by splat (`**kwargs`).
+//! reaches directly, and one a call passes arguments to by splat (`*args`, a mapping), but for
+//! a caller passing on its own `**kwargs`: those hold what the caller's callers name, so a
+//! parameter none of them names keeps its default there.
 
 use super::args::{bound, param_of};
 use super::index::{NodeId, ProjectIndex};
-use crate::summary::{CallSite, Const, FunctionSummary};
+use crate::summary::{ArgKey, CallSite, Const, FunctionSummary, Splat};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -26,6 +28,9 @@ const MAX_SITES: usize = 32;
 enum Passed {
     Always(Const),
     Varies,
+    /// The call passes its caller's own `**kwargs` on, which may hold the parameter: what the
+    /// caller's callers name decides.
+    Forwarded,
 }
 
 pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) -> Constants<'s> {
@@ -53,15 +58,21 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
             .collect();
         params.sort_unstable();
         params.dedup();
-        let name = function
-            .qualname
-            .rsplit_once('.')
-            .map_or(function.qualname.as_str(), |(_, last)| last);
-        by_name.insert(name);
+        by_name.insert(last_name(&function.qualname));
         tested.insert(node, params);
     }
     if tested.is_empty() {
         return Constants::default();
+    }
+    // Functions that may pass their `**kwargs` on to those: their calls are searched too.
+    let mut names = by_name.clone();
+    for node in index.nodes() {
+        let function = index.function(node);
+        if function.calls.iter().any(|site| {
+            site.splat == Splat::OwnKwargs && by_name.contains(site.target.method_name())
+        }) {
+            names.insert(last_name(&function.qualname));
+        }
     }
     // The calls of those names, from code that runs every step.
     let nodes: Vec<NodeId> = index.nodes().collect();
@@ -73,7 +84,7 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
                 .function(caller)
                 .calls
                 .iter()
-                .filter(|site| by_name.contains(site.target.method_name()))
+                .filter(|site| names.contains(site.target.method_name()))
                 .map(move |site| (caller, site))
         })
         .collect();
@@ -83,23 +94,36 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
     for (_, site) in &sites {
         *counts.entry(site.target.method_name()).or_default() += 1;
     }
-    let passes: Vec<((NodeId, &'s str), Passed)> = sites
-        .par_iter()
+    let sites: Vec<(NodeId, &CallSite)> = sites
+        .into_par_iter()
         .filter(|(_, site)| counts[site.target.method_name()] <= MAX_SITES)
         .filter(|(caller, _)| !index.runs_once(*caller))
+        .collect();
+    let found: Vec<((NodeId, &'s str), Passed, NodeId)> = sites
+        .par_iter()
+        .filter(|(_, site)| by_name.contains(site.target.method_name()))
         .flat_map_iter(|&(caller, site)| {
             let mut out = Vec::new();
             for callee in index.resolve(caller.module, &site.target) {
                 if let Some(params) = tested.get(&callee) {
                     let function = index.function(callee);
                     for &param in params {
-                        out.push(((callee, param), passes(function, site, param)));
+                        out.push(((callee, param), passes(function, site, param), caller));
                     }
                 }
             }
             out
         })
         .collect();
+    let mut passes = Vec::with_capacity(found.len());
+    let mut forwarded = Vec::new();
+    for (key, passed, caller) in found {
+        match passed {
+            Passed::Forwarded => forwarded.push((key, caller)),
+            other => passes.push((key, other)),
+        }
+    }
+    passes.extend(through_kwargs(index, entries, &sites, &forwarded));
     let mut passed: FxHashMap<(NodeId, &'s str), Passed> = FxHashMap::default();
     for (key, value) in passes {
         passed
@@ -124,11 +148,9 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
 }
 
 /// What one call passes to a parameter of the function it calls: the literal it gives, the
-/// default when it gives nothing, anything else (a splat among them) varies.
+/// default when it gives nothing, anything else (a splat among them) varies; the caller's own
+/// `**kwargs` passed on is [`Passed::Forwarded`].
 fn passes(function: &FunctionSummary, site: &CallSite, param: &str) -> Passed {
-    if site.opaque {
-        return Passed::Varies;
-    }
     let bound = bound(&site.target);
     let given = site
         .tensor_args
@@ -141,13 +163,100 @@ fn passes(function: &FunctionSummary, site: &CallSite, param: &str) -> Passed {
             .iter()
             .find(|(k, _)| k == key)
             .map_or(Passed::Varies, |(_, c)| Passed::Always(*c)),
-        None => function
-            .params
-            .iter()
-            .find(|p| p.name == param)
-            .and_then(|p| p.default)
-            .map_or(Passed::Varies, Passed::Always),
+        None => match site.splat {
+            Splat::None => default_of(function, param),
+            Splat::OwnKwargs => Passed::Forwarded,
+            Splat::Positional | Splat::Mapping => Passed::Varies,
+        },
     }
+}
+
+/// The last part of a qualified name (`method` of `Class.method`): what calls spell.
+fn last_name(qualname: &str) -> &str {
+    qualname.rsplit_once('.').map_or(qualname, |(_, last)| last)
+}
+
+/// A parameter's default, as what a call that does not give it passes.
+fn default_of(function: &FunctionSummary, param: &str) -> Passed {
+    function
+        .params
+        .iter()
+        .find(|p| p.name == param)
+        .and_then(|p| p.default)
+        .map_or(Passed::Varies, Passed::Always)
+}
+
+/// What calls that pass their caller's `**kwargs` on pass, from what the caller's own callers
+/// (code that runs every step) name: a parameter the caller declares itself, or none of its
+/// callers names, keeps its default; a keyword literal is that literal; anything else, a splat
+/// or a caller nobody calls (an entry point among them) varies.
+fn through_kwargs<'s>(
+    index: &ProjectIndex<'s>,
+    entries: &FxHashSet<NodeId>,
+    sites: &[(NodeId, &CallSite)],
+    forwarded: &[((NodeId, &'s str), NodeId)],
+) -> Vec<((NodeId, &'s str), Passed)> {
+    if forwarded.is_empty() {
+        return Vec::new();
+    }
+    let forwarders: FxHashSet<NodeId> = forwarded.iter().map(|(_, caller)| *caller).collect();
+    let names: FxHashSet<&str> = forwarders
+        .iter()
+        .map(|&node| last_name(&index.function(node).qualname))
+        .collect();
+    // The calls of the forwarding functions (from code that runs every step, of names called
+    // from few places), by the function each resolves to.
+    let mut calls: FxHashMap<NodeId, Vec<&CallSite>> = FxHashMap::default();
+    for &(caller, site) in sites {
+        if names.contains(site.target.method_name()) {
+            for callee in index.resolve(caller.module, &site.target) {
+                if forwarders.contains(&callee) {
+                    calls.entry(callee).or_default().push(site);
+                }
+            }
+        }
+    }
+    forwarded
+        .iter()
+        .map(|&((callee, param), caller)| {
+            let function = index.function(callee);
+            let own = index.function(caller);
+            let value = if own.params.iter().any(|p| p.name == param) {
+                default_of(function, param)
+            } else if entries.contains(&caller) || !calls.contains_key(&caller) {
+                Passed::Varies
+            } else {
+                let mut value = None;
+                for site in calls.get(&caller).into_iter().flatten() {
+                    let keyword = |key: &ArgKey| matches!(key, ArgKey::Keyword(k) if **k == *param);
+                    let given = site
+                        .tensor_args
+                        .iter()
+                        .chain(site.other_args.iter().map(|(key, _)| key))
+                        .find(|key| keyword(key));
+                    let passed = match given {
+                        Some(key) => site
+                            .const_args()
+                            .iter()
+                            .find(|(k, _)| k == key)
+                            .map_or(Passed::Varies, |(_, c)| Passed::Always(*c)),
+                        // `*args` fills positions only, never the `**kwargs` passed on.
+                        None => match site.splat {
+                            Splat::None | Splat::Positional => default_of(function, param),
+                            Splat::OwnKwargs | Splat::Mapping => Passed::Varies,
+                        },
+                    };
+                    value = match value {
+                        None => Some(passed),
+                        Some(before) if before == passed => Some(before),
+                        Some(_) => Some(Passed::Varies),
+                    };
+                }
+                value.unwrap_or(Passed::Varies)
+            };
+            ((callee, param), value)
+        })
+        .collect()
 }
 
 impl ProjectIndex<'_> {

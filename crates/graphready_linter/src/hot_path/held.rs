@@ -130,7 +130,7 @@ impl ProjectIndex<'_> {
         let mut out = Vec::new();
         let function = self.function(node);
         for (site, targets) in function.calls.iter().zip(self.resolved_sites(node)) {
-            if site.function_args.is_empty() || site.opaque {
+            if site.function_args.is_empty() || site.opaque() {
                 continue;
             }
             for &callee in targets.iter() {

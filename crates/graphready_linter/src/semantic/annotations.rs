@@ -1,7 +1,7 @@
 //! Annotations: what a parameter, a field or a variable annotated `torch.Tensor`, `list[int]`,
 //! `np.ndarray` or `torch.cuda.Stream` holds, and the parameters bound from them.
 
-use super::model::SemanticModel;
+use super::model::{Binding, SemanticModel};
 use super::syntax::host_named;
 use super::types::Ty;
 use ruff_python_ast::{Expr, Parameters};
@@ -118,12 +118,29 @@ impl<'a> SemanticModel<'a> {
         }
         if let Some(kwarg) = &parameters.kwarg {
             self.bind(kwarg.name.id.as_str(), Ty::Host);
+            self.current().kwargs = Some(kwarg.name.id.as_str());
         }
         // After `bind`, which forgets a rebound parameter.
         let names = parameters
             .iter_non_variadic_params()
             .map(|parameter| parameter.parameter.name.id.as_str());
         self.current().parameters.extend(names);
+    }
+
+    /// Whether `name` is a parameter of the innermost function, not rebound since.
+    pub fn is_parameter(&self, name: &str) -> bool {
+        self.scopes
+            .last()
+            .is_some_and(|scope| scope.parameters.contains(name))
+            && matches!(self.lookup(name), Some(Binding::Value(_)))
+    }
+
+    /// Whether a name is the variadic keyword parameter (`**kwargs`) of the function being
+    /// visited, as received.
+    pub fn is_kwargs_parameter(&self, name: &str) -> bool {
+        self.scopes
+            .last()
+            .is_some_and(|scope| scope.kwargs == Some(name))
     }
 }
 

@@ -29,6 +29,8 @@ pub(super) struct Scope<'a> {
     pub(super) host_devices: FxHashSet<&'a str>,
     /// The parameters of the function this scope belongs to.
     pub(super) parameters: FxHashSet<&'a str>,
+    /// Its variadic keyword parameter (`**kwargs`), while not bound again.
+    pub(super) kwargs: Option<&'a str>,
     /// Names bound here to an environment flag off by default (`_validate =
     /// envs.X.get()`), see [`SemanticModel::is_off_flag`].
     pub(super) off_flags: FxHashSet<&'a str>,
@@ -72,7 +74,7 @@ type UndoLog<'a> = Vec<(&'a str, Option<Binding>)>;
 
 /// The semantic model, updated as the checker walks the module in source order.
 pub struct SemanticModel<'a> {
-    scopes: Vec<Scope<'a>>,
+    pub(super) scopes: Vec<Scope<'a>>,
     /// Emptied scopes, kept for reuse.
     spare_scopes: Vec<Scope<'a>>,
     /// The clauses of `if` statements being visited, innermost last: the scope depth where each
@@ -225,6 +227,9 @@ impl<'a> SemanticModel<'a> {
         }
         if !scope.parameters.is_empty() {
             scope.parameters.remove(name);
+        }
+        if scope.kwargs == Some(name) {
+            scope.kwargs = None;
         }
         if !scope.off_flags.is_empty() {
             scope.off_flags.remove(name);
@@ -552,20 +557,12 @@ impl<'a> SemanticModel<'a> {
         })
     }
 
-    /// The type of a parameter's annotation.
+    /// The class of the method being visited and the name its `self` parameter has.
     pub(super) fn self_class(&self) -> Option<(&'a str, &'a str)> {
         match self.method_context.last() {
             Some((Some(class), Some(self_name))) => Some((class, self_name)),
             _ => None,
         }
-    }
-
-    /// Whether `name` is a parameter of the innermost function, not rebound since.
-    pub fn is_parameter(&self, name: &str) -> bool {
-        self.scopes
-            .last()
-            .is_some_and(|scope| scope.parameters.contains(name))
-            && matches!(self.lookup(name), Some(Binding::Value(_)))
     }
 
     /// Whether the method `method` of the class being visited (not its `__init__`) sets

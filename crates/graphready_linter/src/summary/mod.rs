@@ -96,8 +96,8 @@ pub struct CallSite {
     /// The other arguments with their types: host values (numbers, lists, arrays, tensors in
     /// host memory), and [`Ty::Unknown`](crate::semantic::Ty::Unknown) for the rest.
     pub other_args: Box<[(ArgKey, crate::semantic::Ty)]>,
-    /// A `*args` or `**kwargs` splat: which parameter receives what is not known.
-    pub opaque: bool,
+    /// The call's splats (`*args`, `**kwargs`), if any.
+    pub splat: Splat,
     /// Arguments that are the project's functions (or locals holding them): a callee that
     /// calls the parameter receiving one runs it (`_upad_input(q, k, unpad_fn)`).
     pub function_args: Box<[(ArgKey, Box<[CallTarget]>)]>,
@@ -117,7 +117,27 @@ pub struct SiteConstants {
     pub requires: Box<[(Box<str>, ParamTest)]>,
 }
 
+/// How a call splats its arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Splat {
+    #[default]
+    None,
+    /// `*args` only: the positions after it are not known; every keyword is written out.
+    Positional,
+    /// The caller's own variadic keyword parameter passed on (`f(q, **kwargs)` in
+    /// `def g(q, **kwargs)`), and no `*args`: the callee's parameters it may fill are those
+    /// the caller's callers name.
+    OwnKwargs,
+    /// Any other mapping splatted (`**options`), maybe beside `*args`.
+    Mapping,
+}
+
 impl CallSite {
+    /// Whether a splat hides which parameter receives what.
+    pub fn opaque(&self) -> bool {
+        self.splat != Splat::None
+    }
+
     /// The `True`, `False` and `None` literals the call passes.
     pub fn const_args(&self) -> &[(ArgKey, Const)] {
         self.constants.as_deref().map_or(&[], |c| &c.args)

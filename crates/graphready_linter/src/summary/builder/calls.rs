@@ -6,6 +6,7 @@ use super::{is_external, SummaryBuilder};
 use crate::semantic::{SemanticModel, Ty};
 use crate::summary::{
     ArgKey, CallSite, CallTarget, CallableEntry, Const, EntryReason, ParamTest, Ref, SiteConstants,
+    Splat,
 };
 use ruff_python_ast::{self as ast, Expr};
 
@@ -260,7 +261,7 @@ impl SummaryBuilder<'_> {
                     constants: constants.clone(),
                     tensor_args: args.tensor.clone(),
                     other_args: args.other.clone().into_boxed_slice(),
-                    opaque: args.opaque,
+                    splat: args.splat,
                     function_args: function_args.clone(),
                     param_args: args.params.clone().into_boxed_slice(),
                 };
@@ -396,7 +397,7 @@ struct ArgTypes {
     tensor: Vec<ArgKey>,
     /// Host values that are not tensors, with their types; [`Ty::Unknown`] for the rest.
     other: Vec<(ArgKey, Ty)>,
-    opaque: bool,
+    splat: Splat,
     /// Arguments that are the caller's parameters, as received or a view of one (`lens[a:b]`),
     /// not known to be host values.
     params: Vec<(ArgKey, Box<str>)>,
@@ -409,7 +410,7 @@ impl ArgTypes {
         let mut args = ArgTypes {
             tensor: Vec::new(),
             other: Vec::new(),
-            opaque: false,
+            splat: Splat::None,
             params: Vec::new(),
             consts: Vec::new(),
         };
@@ -436,20 +437,33 @@ impl ArgTypes {
                 _ => args.other.push((key, Ty::Unknown)),
             }
         };
+        let mut positional = false;
         for (i, argument) in call.arguments.args.iter().enumerate() {
             // Positions after a `*args` splat are not known.
             if matches!(argument, Expr::Starred(_)) {
-                args.opaque = true;
+                positional = true;
                 break;
             }
             record(ArgKey::Position(i), argument);
         }
+        let (mut own_kwargs, mut mapping) = (false, false);
         for keyword in &call.arguments.keywords {
             match &keyword.arg {
                 Some(name) => record(ArgKey::Keyword(name.as_str().into()), &keyword.value),
-                None => args.opaque = true,
+                None => match &keyword.value {
+                    Expr::Name(name) if model.is_kwargs_parameter(name.id.as_str()) => {
+                        own_kwargs = true;
+                    }
+                    _ => mapping = true,
+                },
             }
         }
+        args.splat = match (positional, own_kwargs, mapping) {
+            (_, _, true) | (true, true, _) => Splat::Mapping,
+            (false, true, false) => Splat::OwnKwargs,
+            (true, false, false) => Splat::Positional,
+            (false, false, false) => Splat::None,
+        };
         args
     }
 }

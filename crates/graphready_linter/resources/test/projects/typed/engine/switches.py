@@ -24,9 +24,26 @@ def run_kernel(q: torch.Tensor, check: bool = False, out=None, fast: bool = Fals
     return q[q.argmax().item()]
 
 
+def run_wrapped(q: torch.Tensor, scale: float = 1.0, **kwargs):
+    # Passes its keywords on: what its callers give decides the switches below.
+    return _run_checked(q * scale, **kwargs)
+
+
+def _run_checked(q: torch.Tensor, check: bool = False, strict: bool = False):
+    if check:
+        # No caller gives `check`, through the keywords or otherwise.
+        assert (q >= 0).all()
+    if strict:
+        # A caller turns this on through the keywords: it runs.
+        assert (q > 0).all()
+    return q
+
+
 class KernelLayer(nn.Module):
     def forward(self, q: torch.Tensor) -> torch.Tensor:
         q = run_kernel(q)
+        q = run_wrapped(q)
+        q = run_wrapped(q, 2.0, strict=True)
         return run_kernel(q, fast=True)
 
 
@@ -43,3 +60,8 @@ class Planner:
     def replay(self, batch: ForwardBatch):
         self.plan(batch)
         self.graph.replay()
+
+
+def run_wrapped_positional(*args):
+    # Positions only: nothing here reaches `run_wrapped`'s `**kwargs`.
+    return run_wrapped(*args)
