@@ -3,7 +3,8 @@
 //! shipped. Read from the registries engines keep, before any file is checked:
 //!
 //! - SGLang's `class Envs:` with `SGLANG_TRACE_LOGITS_E2E_SYNC = EnvBool(False)`, read as
-//!   `envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get()`;
+//!   `envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get()`, and settings without a default
+//!   (`SGLANG_EMBEDDINGS_SPARSE_HEAD = EnvStr(None)`), read as `.get()` or `.is_set()`;
 //! - vLLM's `environment_variables = {"VLLM_X": lambda: bool(int(os.getenv("VLLM_X", "0")))}`,
 //!   read as `envs.VLLM_X`.
 
@@ -26,10 +27,11 @@ struct Collector {
 
 impl<'a> Visitor<'a> for Collector {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
-        // `NAME = EnvBool(False)` (or `default=False`).
+        // `NAME = EnvBool(False)`, or any `Env*` setting whose default is `None` (`EnvStr(None)`:
+        // unset unless a user sets it), given by position or as `default=`.
         if let Stmt::Assign(assign) = stmt {
             if let ([Expr::Name(name)], Expr::Call(call)) = (&*assign.targets, &*assign.value) {
-                let declared_bool = last_segment(&call.func).is_some_and(|f| f == "EnvBool");
+                let class = last_segment(&call.func).unwrap_or_default();
                 let default = call.arguments.args.first().or_else(|| {
                     call.arguments
                         .keywords
@@ -37,7 +39,12 @@ impl<'a> Visitor<'a> for Collector {
                         .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "default"))
                         .map(|k| &k.value)
                 });
-                if declared_bool && matches!(default, Some(Expr::BooleanLiteral(b)) if !b.value) {
+                let off = match default {
+                    Some(Expr::BooleanLiteral(b)) => class == "EnvBool" && !b.value,
+                    Some(Expr::NoneLiteral(_)) => class.starts_with("Env"),
+                    _ => false,
+                };
+                if off {
                     self.off.push(name.id.to_string());
                 }
             }
@@ -89,9 +96,9 @@ fn reads_off_default(expr: &Expr, key: &str, depth: u8) -> bool {
 
 impl SemanticModel<'_> {
     /// Whether a test reads an environment flag the project declares off by default:
-    /// `envs.NAME.get()`, `envs.NAME.value`, `envs.NAME`, or `get_bool_env_var("NAME")` without
-    /// a default that turns it on, or a name bound to one of those (`_validate =
-    /// envs.NAME.get()` at module level).
+    /// `envs.NAME.get()`, `envs.NAME.is_set()`, `envs.NAME.value`, `envs.NAME`, or
+    /// `get_bool_env_var("NAME")` without a default that turns it on, or a name bound to one of
+    /// those (`_validate = envs.NAME.get()` at module level).
     pub fn is_off_flag(&self, test: &Expr) -> bool {
         let declared = |name: &str| {
             self.types
@@ -119,7 +126,10 @@ impl SemanticModel<'_> {
                 (_, name) => declared(name),
             },
             Expr::Call(call) => match (&*call.func, &*call.arguments.args) {
-                (Expr::Attribute(method), []) if method.attr.as_str() == "get" => {
+                // `.get()` of an unset setting is its default; `.is_set()` is false.
+                (Expr::Attribute(method), [])
+                    if matches!(method.attr.as_str(), "get" | "is_set") =>
+                {
                     matches!(&*method.value, Expr::Attribute(flag) if declared(flag.attr.as_str()))
                 }
                 (func, [Expr::StringLiteral(_), ..]) => {
