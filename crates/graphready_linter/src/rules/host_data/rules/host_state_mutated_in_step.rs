@@ -13,7 +13,9 @@ declare_violation! {
     /// Checks, in code that runs captured, for host state that the step changes: a counter on
     /// `self` bumped every call (`self.step += 1`), and a flag set lazily on first use
     /// (`if not self._initialized: ...; self._initialized = True`, where no other method sets
-    /// the flag again).
+    /// the flag again) around work that reads the call's inputs. Work made from the module's
+    /// own state alone (a rotary cache recomputed after loading) is done by the warm-up that
+    /// precedes capture, and the graph need not contain it.
     ///
     /// ## Why is this bad?
     /// A CUDA graph replays kernels, not Python. The counter stops at the value it had when the
@@ -25,7 +27,7 @@ declare_violation! {
     /// ```python
     /// def forward(self, x):
     ///     if not self._initialized:
-    ///         self.cache.zero_()
+    ///         self.scale.copy_(x.abs().amax())
     ///         self._initialized = True
     ///     self.step += 1
     ///     return self.layer(x)
@@ -33,8 +35,8 @@ declare_violation! {
     ///
     /// Use instead:
     /// ```python
-    /// def prepare(self):  # called once, before capture
-    ///     self.cache.zero_()
+    /// def prepare(self, x):  # called once, before capture
+    ///     self.scale.copy_(x.abs().amax())
     ///
     /// def forward(self, x):
     ///     self.step_buf.add_(1)  # a device counter advances on every replay
@@ -221,7 +223,7 @@ fn lazy_flag(checker: &mut Checker, if_stmt: &ast::StmtIf) {
     if tested.is_empty() {
         return;
     }
-    if !has_work(&if_stmt.body) {
+    if !has_work(&if_stmt.body) || !reads_parameters(checker, &if_stmt.body) {
         return;
     }
     let mut flips = Vec::new();
@@ -251,6 +253,31 @@ fn lazy_flag(checker: &mut Checker, if_stmt: &ast::StmtIf) {
             range,
         );
     }
+}
+
+/// Whether a block reads a parameter of the function (`x` in `self.scale.copy_(x.amax())`)
+/// other than `self`: work that depends on the call's inputs.
+fn reads_parameters(checker: &Checker, body: &[Stmt]) -> bool {
+    struct Reads<'c, 'a> {
+        checker: &'c Checker<'a>,
+        found: bool,
+    }
+    impl<'e> Visitor<'e> for Reads<'_, '_> {
+        fn visit_expr(&mut self, expr: &'e Expr) {
+            if let Expr::Name(name) = expr {
+                let name = name.id.as_str();
+                self.found |= self.checker.model.self_name() != Some(name)
+                    && self.checker.model.is_parameter(name);
+            }
+            visitor::walk_expr(self, expr);
+        }
+    }
+    let mut reads = Reads {
+        checker,
+        found: false,
+    };
+    reads.visit_body(body);
+    reads.found
 }
 
 /// Whether a block does work a graph would need to contain, rather than only logging and setting
