@@ -295,6 +295,16 @@ impl<'a> Checker<'a> {
         for (i, stmt) in body.iter().enumerate() {
             self.previous = i.checked_sub(1).map(|j| &body[j]);
             self.visit_stmt(stmt);
+            // `try: if capturing: return ... except ...: pass`: the check made inside a `try`.
+            if let Stmt::Try(try_stmt) = stmt {
+                if try_stmt.body.iter().any(|inner| {
+                    matches!(inner, Stmt::If(if_stmt) if if_stmt.elif_else_clauses.is_empty()
+                        && body_always_exits(&if_stmt.body)
+                        && guards::safe_when(&self.model, self.settings, &if_stmt.test, true))
+                }) {
+                    self.safe_depth += 1;
+                }
+            }
             if let Stmt::If(if_stmt) = stmt {
                 if if_stmt.elif_else_clauses.is_empty() && body_always_exits(&if_stmt.body) {
                     if guards::safe_when(&self.model, self.settings, &if_stmt.test, true)
