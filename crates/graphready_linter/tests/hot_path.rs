@@ -264,6 +264,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // override returns the instance. The state itself comes from a factory that builds
             // whichever class the loaded module's `get_state_cls()` returns (a class object,
             // from a method found in every module class that defines it).
+            // A backbone its tokenizer builds in a helper method, run per request outside the
+            // graph: the field's call is followed, so the backbone is no outermost model.
+            finding(
+                "engine/backbone.py",
+                10,
+                "GR101",
+                "stall",
+                &["Navit.forward"],
+            ),
             finding(
                 "engine/drafting.py",
                 26,
