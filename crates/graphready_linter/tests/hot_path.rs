@@ -273,6 +273,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["Navit.forward"],
             ),
+            // A resampler the subclass's override builds (`-> nn.Module` in the base, `.to()`
+            // on the instance), called per request: the same.
+            finding(
+                "engine/backbone.py",
+                43,
+                "GR101",
+                "stall",
+                &["Resampler.forward"],
+            ),
             finding(
                 "engine/drafting.py",
                 26,

@@ -376,7 +376,7 @@ impl<'s> ProjectIndex<'s> {
         Some(NodeId { module, function })
     }
 
-    fn class(&self, module: usize, name: &str) -> Option<&'s ClassSummary> {
+    pub(super) fn class(&self, module: usize, name: &str) -> Option<&'s ClassSummary> {
         let index = *self.classes[module].get(name)?;
         Some(&self.modules[module].classes[index])
     }
@@ -493,31 +493,6 @@ impl<'s> ProjectIndex<'s> {
             })
     }
 
-    /// Whether a class derives from `torch.nn.Module` (or from a base outside the project, which
-    /// for a class with a `forward` is almost always a module).
-    pub fn is_module_class(&self, module: usize, class: &str) -> bool {
-        self.is_module_in(module, class, MAX_DEPTH)
-    }
-
-    fn is_module_in(&self, module: usize, class: &str, depth: u8) -> bool {
-        let Some(summary) = self.class(module, class) else {
-            return false;
-        };
-        if summary.direct_module {
-            return true;
-        }
-        if depth == 0 {
-            return false;
-        }
-        summary.bases.iter().any(|base| match self.lookup(module, base) {
-            Some(Definition::Class(m, c)) => {
-                self.is_module_in(m, &self.modules[m].classes[c].name, depth - 1)
-            }
-            Some(Definition::Function(_)) => false,
-            None => !matches!(base, Ref::Qualified(q) if q == "object" || q.starts_with("typing.") || q.starts_with("abc.") || q.starts_with("enum.")),
-        })
-    }
-
     /// The functions a call target may run.
     pub fn resolve(&self, module: usize, target: &CallTarget) -> Vec<NodeId> {
         match target {
@@ -533,14 +508,19 @@ impl<'s> ProjectIndex<'s> {
             CallTarget::SelfMethod { class, method } => {
                 // The method the class has or inherits, and every override below it: `self` may
                 // be an instance of a subclass (template methods, backends).
-                match self.classes[module].get(class.as_str()) {
+                let out: Vec<NodeId> = match self.classes[module].get(class.as_str()) {
                     Some(&index) => {
                         let mut out = Vec::new();
                         self.dispatch((module, index), method, &mut out);
                         out
                     }
                     None => self.method_of(module, class, method).into_iter().collect(),
+                };
+                if !out.is_empty() {
+                    return out;
                 }
+                // No such method: a field that a call filled (see `invoke_computed_field`).
+                self.invoke_computed_field(module, class, method)
             }
             CallTarget::Method { receiver, method } => {
                 self.resolve_method(module, receiver, method)

@@ -13,8 +13,8 @@ type Targets<'s> = Box<dyn Iterator<Item = &'s CallTarget> + 's>;
 impl<'s> ProjectIndex<'s> {
     /// The functions that some call in the project may run through a call of `method`
     /// (`self.mlp(x)` and `layer.forward(x)` are calls of `forward`).
-    /// Also `self.encoder.adaptor(x)`, a call of an attribute that holds a module, which runs
-    /// the module's `forward`.
+    /// Also `self.encoder.adaptor(x)` and `self.vit(x)`, a call of an attribute that holds a
+    /// module, which runs the module's `forward`.
     pub fn called_through(&self, method: &str) -> FxHashSet<NodeId> {
         let mut called = self.resolve_all(|function| {
             Box::new(
@@ -30,7 +30,12 @@ impl<'s> ProjectIndex<'s> {
             .modules()
             .iter()
             .flat_map(|summary| &summary.classes)
-            .flat_map(|class| class.attributes.keys())
+            .flat_map(|class| {
+                class
+                    .attributes
+                    .keys()
+                    .chain(class.fields.iter().map(|(name, _)| name))
+            })
             .map(String::as_str)
             .collect();
         let holding = &holding;
@@ -43,6 +48,7 @@ impl<'s> ProjectIndex<'s> {
                         .map(|site| &site.target)
                         .filter(move |target| {
                             matches!(target, CallTarget::InstanceMethod { method: name, .. }
+                                | CallTarget::SelfMethod { method: name, .. }
                             if name != method && holding.contains(name.as_str()))
                         }),
                 )

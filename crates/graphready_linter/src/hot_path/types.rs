@@ -48,6 +48,20 @@ impl TypeVal {
     }
 }
 
+/// `nn.Module`'s methods that return the module itself (`model.to(device)`, `model.eval()`).
+const MODULE_SELF_RETURNING: &[&str] = &[
+    "to",
+    "cuda",
+    "cpu",
+    "eval",
+    "train",
+    "half",
+    "float",
+    "double",
+    "bfloat16",
+    "requires_grad_",
+];
+
 fn is_torch_module(qualified: &str) -> bool {
     matches!(
         qualified,
@@ -82,25 +96,6 @@ impl ProjectIndex<'_> {
             }
         }
         value
-    }
-
-    /// Whether a class derives from `torch.nn.Module` itself, through project classes only.
-    pub(super) fn derives_from_module(&self, module: usize, class: &str) -> bool {
-        let Some(start) = self.class_named(module, class) else {
-            return false;
-        };
-        let mut seen = FxHashSet::default();
-        let mut pending = vec![start];
-        while let Some(current) = pending.pop() {
-            if !seen.insert(current) || seen.len() > 64 {
-                continue;
-            }
-            if self.class_summary(current).direct_module {
-                return true;
-            }
-            pending.extend(self.bases_of(current));
-        }
-        false
     }
 
     /// The type of an expression's path, written in `module`.
@@ -186,11 +181,25 @@ impl ProjectIndex<'_> {
                     let mut next = TypeVal::default();
                     for &class in &value.classes {
                         let Some(node) = self.method_in_class(class, method) else {
+                            // `resampler.to(device=...)`: `nn.Module`'s own methods that return
+                            // the module.
+                            if MODULE_SELF_RETURNING.contains(&method.as_str())
+                                && self.is_module_class(class.0, &self.class_summary(class).name)
+                            {
+                                next.push(class);
+                            }
                             continue;
                         };
+                        // A method that names no class it returns (`-> nn.Module: raise
+                        // NotImplementedError`): what its overrides return, when they say.
                         let returned = self.return_type(node, depth - 1);
-                        if returned.is_empty() {
-                            next.merge(self.override_returns(class, method, depth - 1));
+                        if returned.classes.is_empty() {
+                            let overrides = self.override_returns(class, method, depth - 1);
+                            next.merge(if overrides.is_empty() {
+                                returned
+                            } else {
+                                overrides
+                            });
                         } else {
                             next.merge(returned);
                         }
@@ -211,13 +220,16 @@ impl ProjectIndex<'_> {
     /// What a function returns: what its annotation names, else what its returned values are.
     pub(super) fn return_type(&self, node: NodeId, depth: u8) -> TypeVal {
         let function = self.function(node);
+        let mut fallback = TypeVal::default();
         if let Some(ty) = &function.return_annotation {
             let annotated = self.type_of_ref(node.module, ty);
             // An annotation that names no project class (`tuple[Any, Any] | None`) leaves the
-            // answer to the returns.
-            if !annotated.is_empty() || function.return_paths.is_empty() {
+            // answer to the returns; one that names only `nn.Module` too, when they know more
+            // (`def init_resampler(...) -> nn.Module: ... return Resampler(...)`).
+            if !annotated.classes.is_empty() || function.return_paths.is_empty() {
                 return annotated;
             }
+            fallback = annotated;
         }
         let mut value = TypeVal::default();
         if depth > 0 {
@@ -225,7 +237,11 @@ impl ProjectIndex<'_> {
                 value.merge(self.eval_path_depth(node.module, path, depth - 1));
             }
         }
-        value
+        if value.is_empty() {
+            fallback
+        } else {
+            value
+        }
     }
 
     /// What `method` returns in every module class that defines it, computed once per name and
@@ -411,21 +427,6 @@ impl ProjectIndex<'_> {
         self.invoke(&held, out);
     }
 
-    /// What calling a value runs: each instance's `forward`, else `__call__` (calling a class
-    /// object constructs an instance, and a container is not called: nothing runs).
-    fn invoke(&self, value: &TypeVal, out: &mut Vec<NodeId>) {
-        if value.elements || value.class_object {
-            return;
-        }
-        for &class in &value.classes {
-            let before = out.len();
-            self.dispatch(class, "forward", out);
-            if out.len() == before {
-                self.dispatch(class, "__call__", out);
-            }
-        }
-    }
-
     /// A method of a class or of its bases (no overrides).
     pub(super) fn method_in_class(&self, class: ClassId, method: &str) -> Option<NodeId> {
         let name = &self.class_summary(class).name;
@@ -527,14 +528,6 @@ impl ProjectIndex<'_> {
         if value.any_module && method != "forward" {
             self.dispatch_any_module(method, &mut out);
         }
-        out
-    }
-
-    /// The functions calling `receiver(...)` may run: `forward`, else `__call__`.
-    pub(super) fn resolve_invoke(&self, module: usize, receiver: &TypePath) -> Vec<NodeId> {
-        let value = self.eval_path(module, receiver);
-        let mut out = Vec::new();
-        self.invoke(&value, &mut out);
         out
     }
 }

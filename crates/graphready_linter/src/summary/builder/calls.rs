@@ -131,20 +131,10 @@ impl SummaryBuilder<'_> {
             Expr::Name(name) => {
                 if let Some((class, self_name)) = self.self_context() {
                     if name.id.as_str() == self_name {
-                        let mut targets = vec![CallTarget::SelfMethod {
+                        return vec![CallTarget::SelfMethod {
                             class: class.to_string(),
                             method,
                         }];
-                        // `self.vit(x)` after `self.vit = self._init_backbone(...)`: no
-                        // instance constructed for the field here, but calling it runs what
-                        // the call returns.
-                        if self.computed_field(func) {
-                            targets.extend(
-                                self.type_path(model, func)
-                                    .map(|receiver| CallTarget::Invoke { receiver }),
-                            );
-                        }
-                        return targets;
                     }
                 }
             }

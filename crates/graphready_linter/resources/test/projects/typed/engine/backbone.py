@@ -36,3 +36,31 @@ class TokenizedModel(nn.Module):
 
     def forward(self, x: torch.Tensor):
         return self.lm(x)
+
+
+class Resampler(nn.Module):
+    def forward(self, x: torch.Tensor, sizes: torch.Tensor):
+        return x[: sizes.max().item()]
+
+
+class BaseVisionModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        # What the subclasses' overrides return; the base names only `nn.Module`.
+        self.resampler = self.init_resampler()
+
+    def init_resampler(self) -> nn.Module:
+        raise NotImplementedError
+
+    def embed_images(self, x: torch.Tensor, sizes: torch.Tensor):
+        return self.resampler(x, sizes)
+
+    def forward(self, x: torch.Tensor):
+        return x
+
+
+class VisionModelV2(BaseVisionModel):
+    def init_resampler(self) -> nn.Module:
+        resampler = Resampler()
+        # `nn.Module.to` returns the module itself.
+        return resampler.to(dtype=torch.float16)

@@ -1,0 +1,51 @@
+//! Class-hierarchy predicates: whether a class is a `torch.nn.Module`.
+
+use super::index::{Definition, ProjectIndex, MAX_DEPTH};
+use crate::summary::Ref;
+use rustc_hash::FxHashSet;
+
+impl ProjectIndex<'_> {
+    /// Whether a class derives from `torch.nn.Module` (or from a base outside the project, which
+    /// for a class with a `forward` is almost always a module).
+    pub fn is_module_class(&self, module: usize, class: &str) -> bool {
+        self.is_module_in(module, class, MAX_DEPTH)
+    }
+
+    fn is_module_in(&self, module: usize, class: &str, depth: u8) -> bool {
+        let Some(summary) = self.class(module, class) else {
+            return false;
+        };
+        if summary.direct_module {
+            return true;
+        }
+        if depth == 0 {
+            return false;
+        }
+        summary.bases.iter().any(|base| match self.lookup(module, base) {
+            Some(Definition::Class(m, c)) => {
+                self.is_module_in(m, &self.modules()[m].classes[c].name, depth - 1)
+            }
+            Some(Definition::Function(_)) => false,
+            None => !matches!(base, Ref::Qualified(q) if q == "object" || q.starts_with("typing.") || q.starts_with("abc.") || q.starts_with("enum.")),
+        })
+    }
+
+    /// Whether a class derives from `torch.nn.Module` itself, through project classes only.
+    pub(super) fn derives_from_module(&self, module: usize, class: &str) -> bool {
+        let Some(start) = self.class_named(module, class) else {
+            return false;
+        };
+        let mut seen = FxHashSet::default();
+        let mut pending = vec![start];
+        while let Some(current) = pending.pop() {
+            if !seen.insert(current) || seen.len() > 64 {
+                continue;
+            }
+            if self.class_summary(current).direct_module {
+                return true;
+            }
+            pending.extend(self.bases_of(current));
+        }
+        false
+    }
+}

@@ -1,0 +1,91 @@
+//! What calling a value runs: a module's `forward` (else `__call__`), for values whose type
+//! the index computes, and for fields that a call filled.
+
+use super::index::{NodeId, ProjectIndex};
+use super::types::TypeVal;
+use crate::summary::{PathRoot, PathStep, TypePath};
+use rustc_hash::FxHashSet;
+
+impl ProjectIndex<'_> {
+    /// What calling a value runs: each instance's `forward`, else `__call__` (calling a class
+    /// object constructs an instance, and a container is not called: nothing runs).
+    pub(super) fn invoke(&self, value: &TypeVal, out: &mut Vec<NodeId>) {
+        if value.elements || value.class_object {
+            return;
+        }
+        for &class in &value.classes {
+            let before = out.len();
+            self.dispatch(class, "forward", out);
+            if out.len() == before {
+                self.dispatch(class, "__call__", out);
+            }
+        }
+    }
+
+    /// Calling `self.<field>(...)` in `class`, where the field (of the class or a base) holds
+    /// what a call returned (`self.vit = self._init_backbone(...)`): the modules it holds run
+    /// (see [`Self::resolve_invoke_known`]). A field given a value as it is (`self.model =
+    /// model`) is left alone: a runner calling the model it was handed runs the outermost
+    /// model, which stays an entry of its own.
+    pub(super) fn invoke_computed_field(
+        &self,
+        module: usize,
+        class: &str,
+        field: &str,
+    ) -> Vec<NodeId> {
+        let Some(start) = self.class_named(module, class) else {
+            return Vec::new();
+        };
+        let mut seen = FxHashSet::default();
+        let mut pending = vec![start];
+        let mut computed = false;
+        while let Some(current) = pending.pop() {
+            if !seen.insert(current) || seen.len() > 64 {
+                continue;
+            }
+            if let Some((_, path)) = self
+                .class_summary(current)
+                .fields
+                .iter()
+                .find(|(name, _)| name == field)
+            {
+                computed = !path.steps.is_empty();
+                break;
+            }
+            pending.extend(self.bases_of(current));
+        }
+        if !computed {
+            return Vec::new();
+        }
+        let path = TypePath {
+            root: PathRoot::SelfOf(class.to_string()),
+            steps: vec![PathStep::Attr(field.to_string())],
+        };
+        self.resolve_invoke_known(module, &path)
+    }
+
+    /// The modules a value holds, called: the `forward` of each project class its type names
+    /// that has one of its own or inherited, and the overrides below. Not a module of unknown
+    /// class, nor a base class whose every subclass would be a candidate (`text_encoder:
+    /// PreTrainedModel`), nor other callables (an image processor's `__call__`).
+    pub(super) fn resolve_invoke_known(&self, module: usize, receiver: &TypePath) -> Vec<NodeId> {
+        let mut value = self.eval_path(module, receiver);
+        value.any_module = false;
+        value
+            .classes
+            .retain(|&class| self.method_in_class(class, "forward").is_some());
+        let mut out = Vec::new();
+        if !value.classes.is_empty() {
+            self.invoke(&value, &mut out);
+        }
+        out
+    }
+
+    /// The functions calling `receiver(...)` may run: `forward`, else `__call__`.
+    pub(super) fn resolve_invoke(&self, module: usize, receiver: &TypePath) -> Vec<NodeId> {
+        let value = self.eval_path(module, receiver);
+        let mut out = Vec::new();
+        self.invoke(&value, &mut out);
+        out
+    }
+}
