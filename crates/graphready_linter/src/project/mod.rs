@@ -487,12 +487,24 @@ fn phase3(
                         .collect()
                 })
                 .unwrap_or_default();
+            let own_host_preserving: FxHashSet<String> = only
+                .as_ref()
+                .map(|only| {
+                    summaries[i]
+                        .functions
+                        .iter()
+                        .filter(|f| f.host_preserving && !only.contains(&f.qualname))
+                        .map(|f| f.qualname.clone())
+                        .collect()
+                })
+                .unwrap_or_default();
             let facts = ProjectFacts {
                 returns: Some(&external.returns),
                 tuple_returns: Some(&external.tuple_returns),
                 param_types: Some(&param_types),
                 uninitialized_buffers: Some(&external.uninitialized),
                 own_returns: Some(&own_returns),
+                own_host_preserving: Some(&own_host_preserving),
                 module_classes: Some(module_classes),
                 property_reads: Some(&property_reads),
                 host_fields: non_empty(&external.host_fields),

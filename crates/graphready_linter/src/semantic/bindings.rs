@@ -247,7 +247,6 @@ impl<'a> SemanticModel<'a> {
         if let (Expr::Tuple(targets), Expr::Call(call)) = (target, value) {
             let elements = self
                 .local_tuple_return(call)
-                .map(<[Ty]>::to_vec)
                 .or_else(|| self.external_tuple_return(call).map(<[Ty]>::to_vec));
             if let Some(elements) = elements {
                 if elements.len() == targets.elts.len() {

@@ -101,7 +101,8 @@ impl SemanticModel<'_> {
                 other => match self.lookup(other) {
                     Some(Binding::Value(Ty::Module)) => Ty::Tensor,
                     Some(Binding::Value(Ty::Host)) | None => {
-                        self.local_return(other).unwrap_or_default()
+                        let ty = self.local_return(other).unwrap_or_default();
+                        self.host_in_host_out(other, call, ty)
                     }
                     _ => Ty::Unknown,
                 },
@@ -114,7 +115,8 @@ impl SemanticModel<'_> {
                 let method = attribute.attr.id.as_str();
                 if let Some(class) = self.instance_class(&attribute.value) {
                     let qualname = format!("{class}.{method}");
-                    return self.local_return(&qualname).unwrap_or_default();
+                    let ty = self.local_return(&qualname).unwrap_or_default();
+                    return self.host_in_host_out(&qualname, call, ty);
                 }
                 // Whatever has it (a tensor, a NumPy array), `tolist()` makes a Python list.
                 if method == "tolist" && call.arguments.is_empty() {

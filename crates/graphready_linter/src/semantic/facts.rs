@@ -21,6 +21,9 @@ pub struct ProjectFacts<'a> {
     /// What this module's own functions return, from phase 1: a phase-3 check that skips a
     /// function nothing reaches by a call (a property) still knows its return.
     pub own_returns: Option<&'a FxHashMap<String, Ty>>,
+    /// This module's own functions that keep host data on the host, from phase 1 (see
+    /// `super::host_functions`), for a phase-3 check that skips them.
+    pub own_host_preserving: Option<&'a rustc_hash::FxHashSet<String>>,
     /// The project's `nn.Module` subclasses by qualified name: constructing one makes a module,
     /// whose calls return tensors.
     pub module_classes: Option<&'a rustc_hash::FxHashSet<String>>,

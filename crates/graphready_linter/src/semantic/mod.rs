@@ -10,6 +10,7 @@ mod classes;
 mod env_flags;
 mod facts;
 mod fields;
+mod host_functions;
 mod host_memory;
 mod masks;
 mod model;

@@ -143,6 +143,9 @@ pub(crate) struct TypeState<'a> {
     pub(super) learned_predicates: rustc_hash::FxHashSet<String>,
     /// This module's functions whose every return is an unwritten allocation.
     learned_uninitialized: rustc_hash::FxHashSet<String>,
+    /// This module's functions that keep host data on the host (see
+    /// [`super::host_functions`]).
+    pub(super) host_preserving: rustc_hash::FxHashSet<String>,
     /// Types per expression node, valid until the next binding changes: every rule asks about
     /// the same receivers and callees.
     cache: RefCell<NodeCache<Ty>>,
@@ -157,6 +160,7 @@ impl<'a> TypeState<'a> {
             capture_predicates: &[],
             learned_predicates: rustc_hash::FxHashSet::default(),
             learned_uninitialized: rustc_hash::FxHashSet::default(),
+            host_preserving: rustc_hash::FxHashSet::default(),
             cache: RefCell::new(NodeCache::new()),
         }
     }
@@ -204,6 +208,14 @@ impl<'a> SemanticModel<'a> {
         if let Some(ty) = known.copied() {
             self.learn_return(qualname, ty);
         }
+        if self
+            .types
+            .facts
+            .own_host_preserving
+            .is_some_and(|own| own.contains(qualname))
+        {
+            self.learn_host_preserving(qualname);
+        }
     }
 
     /// Records the type of each position of the tuples a function of this module returns on
@@ -216,7 +228,7 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// The positions' types of the tuple a call of this module's function returns.
-    pub(super) fn local_tuple_return(&self, call: &ast::ExprCall) -> Option<&[Ty]> {
+    pub(super) fn local_tuple_return(&self, call: &ast::ExprCall) -> Option<Vec<Ty>> {
         let qualname = match &*call.func {
             // A function of this module (its `def` binds a host value) or of an enclosing one.
             Expr::Name(name)
@@ -236,7 +248,12 @@ impl<'a> SemanticModel<'a> {
         self.types
             .learned_tuple_returns
             .get(&qualname)
-            .map(Vec::as_slice)
+            .map(|elements| {
+                elements
+                    .iter()
+                    .map(|&ty| self.host_in_host_out(&qualname, call, ty))
+                    .collect()
+            })
     }
 
     /// The positions' types of the tuple a call of another module's function returns.

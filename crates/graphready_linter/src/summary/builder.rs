@@ -68,6 +68,8 @@ pub(crate) struct SummaryBuilder<'a> {
     /// Summaries of the functions being visited, innermost last.
     building: Vec<FunctionSummary>,
     return_types: Vec<Option<Ty>>,
+    /// Per function: every call so far keeps host data on the host.
+    host_only: Vec<bool>,
     /// Per function: the positions' types of the tuples returned so far; `Some(None)` once a
     /// return is not a tuple of the same length.
     tuple_returns: Vec<Option<Option<Vec<Option<Ty>>>>>,
@@ -128,6 +130,7 @@ impl<'a> SummaryBuilder<'a> {
             returns_only: false,
             building: Vec::new(),
             return_types: Vec::new(),
+            host_only: Vec::new(),
             tuple_returns: Vec::new(),
             annotated_returns: Vec::new(),
             instances: Vec::new(),
@@ -324,6 +327,7 @@ impl<'a> SummaryBuilder<'a> {
             return_paths: Vec::new(),
             judged_params: Vec::new(),
             returns_uninitialized: false,
+            host_preserving: false,
             decorators,
             returned_functions: Vec::new(),
             called_params: Vec::new(),
@@ -346,6 +350,7 @@ impl<'a> SummaryBuilder<'a> {
         self_name: Option<&'a str>,
     ) {
         self.return_types.push(None);
+        self.host_only.push(true);
         self.tuple_returns.push(None);
         self.annotated_returns.push(
             function

@@ -220,6 +220,8 @@ pub struct FunctionSummary {
     pub judged_params: Vec<String>,
     /// Every return is a buffer from `torch.empty` and friends that nothing wrote.
     pub returns_uninitialized: bool,
+    /// Keeps host data on the host (see `semantic::host_functions`).
+    pub host_preserving: bool,
     /// The decorators' callables (`@dynamic_rope_update`, `@cache(...)`'s `cache`).
     pub decorators: Vec<Ref>,
     /// The project's functions its returns may hold, as call targets, each at its position

@@ -184,6 +184,11 @@ impl SummaryBuilder<'_> {
         call: &ast::ExprCall,
         in_captured_code: bool,
     ) {
+        if let Some(host_only) = self.host_only.last_mut() {
+            if *host_only && !model.keeps_data_on_host(call) {
+                *host_only = false;
+            }
+        }
         if self.returns_only {
             return;
         }

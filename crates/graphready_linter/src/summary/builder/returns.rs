@@ -114,6 +114,7 @@ impl SummaryBuilder<'_> {
                     .map(|e| e.unwrap_or(Ty::Host))
                     .collect()
             });
+        let host_only = self.host_only.pop().unwrap_or(false);
         let inferred = self.return_types.pop().flatten().unwrap_or(Ty::Host);
         // An annotation that names a host list (of lists) says more than host values returned
         // through helpers nothing types (`-> list[list[int]]`).
@@ -134,6 +135,10 @@ impl SummaryBuilder<'_> {
             summary.returns_uninitialized =
                 model.is_learned_uninitialized_buffer(&summary.qualname);
             model.learn_return(&summary.qualname, returns);
+            if host_only {
+                model.learn_host_preserving(&summary.qualname);
+            }
+            summary.host_preserving = host_only;
             if let Some(elements) = tuple {
                 // Other modules unpacking the tuple learn the positions that say where a tensor
                 // lives.
