@@ -40,12 +40,20 @@ fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// (path relative to the project, line, code, reach, chain) of every finding.
 fn check(scope: Scope) -> Vec<(String, u32, String, String, Vec<String>)> {
+    check_project(&project_dir(), "engine", scope)
+}
+
+/// [`check`] for the files of `root/package`.
+fn check_project(
+    root: &Path,
+    package: &str,
+    scope: Scope,
+) -> Vec<(String, u32, String, String, Vec<String>)> {
     let settings = Settings::default();
     let hot_path = HotPathSettings::default();
     let options = Options::new(std::slice::from_ref(&settings), &hot_path, scope);
-    let root = project_dir();
     let mut files = Vec::new();
-    python_files(&root.join("engine"), &mut files);
+    python_files(&root.join(package), &mut files);
     let report = project::check(&options, |found| {
         for path in &files {
             found(SourceFile {
@@ -569,5 +577,20 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/tower.py", 30),
             ("engine/tower.py", 30),
         ]
+    );
+}
+
+#[test]
+fn a_step_marked_by_hand_is_an_entry_not_a_library() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("resources/test/projects");
+    assert_eq!(
+        check_project(&root, "steps_only", Scope::Hot),
+        vec![finding(
+            "steps_only/app.py",
+            8,
+            "GR101",
+            "stall",
+            &["decode_step", "_read"],
+        )]
     );
 }

@@ -203,8 +203,9 @@ impl<'s> HotPath<'s> {
             eager.extend(found);
         }
         // A library (no capture site, no compiled or graphed callable, no module forward, no
-        // configured entry): its public functions are what downstream code captures.
-        let library = explicit.is_empty() && defaults.is_empty();
+        // configured or marked entry of either kind): its public functions are what downstream
+        // code captures.
+        let library = explicit.is_empty() && defaults.is_empty() && steps.is_empty();
         if library {
             explicit.extend(
                 index
