@@ -447,7 +447,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             finding("engine/runner.py", 81, "GR101", "stall", &["Scheduler.run"],),
             finding(
                 "engine/runner.py",
-                84,
+                86,
                 "GR102",
                 "stall",
                 &["Scheduler.run", "Scheduler.media"],
@@ -455,7 +455,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // `init_*` is set-up, but not when a later word names the step's requests.
             finding(
                 "engine/runner.py",
-                91,
+                93,
                 "GR105",
                 "stall",
                 &["Scheduler.run", "Scheduler.init_request"],
@@ -463,7 +463,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // `init_*` called by per-step work with requests (`add_requests`) runs every step.
             finding(
                 "engine/runner.py",
-                98,
+                100,
                 "GR101",
                 "stall",
                 &[
@@ -563,7 +563,9 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/rotary.py", 29),
             ("engine/runner.py", 43),
             ("engine/runner.py", 53),
-            ("engine/runner.py", 102),
+            // Idle housekeeping (`on_idle`): no step runs meanwhile.
+            ("engine/runner.py", 104),
+            ("engine/runner.py", 108),
             // Branches no call in the project takes: `if check:` and `if out is not None:` with
             // every call leaving the defaults, `if in_capture:` passed `True` only by set-up.
             ("engine/switches.py", 12),

@@ -28,8 +28,10 @@ const STEP_WORDS: &[&str] = &[
     "new", "prefill", "request", "req", "prompt",
 ];
 
-/// Words in a function's name that say it runs once, not every step.
+/// Words in a function's name that say it runs once, not every step, or only while no step
+/// runs (`on_idle` housekeeping: leak checks, metrics, sleeping).
 const SET_UP_WORDS: &[&str] = &[
+    "idle",
     "warmup",
     "tune",
     "tuning",
@@ -398,6 +400,7 @@ mod tests {
             "process_weights_after_loading",
             "_tune_workload",
             "install.tuning_forward",
+            "Scheduler.on_idle",
         ] {
             assert!(is_set_up(name), "{name}");
         }

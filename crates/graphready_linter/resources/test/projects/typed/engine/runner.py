@@ -79,6 +79,8 @@ class Scheduler:
             self.init_request(token)
             self.add_requests(token)
             self.last_position = positions.max().item()
+            if self.next_batch() is None:
+                self.on_idle(logits)
 
     def media(self, grid: torch.Tensor, lengths: torch.Tensor):
         for size in grid.tolist():
@@ -96,6 +98,10 @@ class Scheduler:
 
     def init_slots(self, slots: torch.Tensor):
         self.first_slot = slots.min().item()
+
+    def on_idle(self, pool: torch.Tensor):
+        # Housekeeping while no batch runs: a leak check syncs, but stalls no step.
+        self.leaked = pool.sum().item()
 
     def init_buffers(self, warm: torch.Tensor):
         # Only the constructor calls it: set-up.
