@@ -44,6 +44,7 @@ impl<'a> Checker<'a> {
         self.visit_expr(&if_stmt.test);
         self.truth_test(&if_stmt.test);
         let body_safe = guards::safe_when(&self.model, self.settings, &if_stmt.test, false)
+            || guards::mirror_fallback(&if_stmt.test, false, &if_stmt.body)
             || guards::is_lazy_init(&self.model, if_stmt, self.previous)
             || guards::is_converging(&self.model, if_stmt);
         // Each later clause sees the names as they were before the statement, not as an earlier
@@ -104,7 +105,10 @@ impl<'a> Checker<'a> {
                     // After `if t:` alone, `else:` runs when `t` is false.
                     let single =
                         (if_stmt.elif_else_clauses.len() == 1).then_some((&*if_stmt.test, true));
-                    self.visit_clause(false, earlier_false_prefill, single, &clause.body);
+                    let fallback = single.is_some_and(|(test, negated)| {
+                        guards::mirror_fallback(test, negated, &clause.body)
+                    });
+                    self.visit_clause(fallback, earlier_false_prefill, single, &clause.body);
                 }
             }
             self.safe_depth = saved;

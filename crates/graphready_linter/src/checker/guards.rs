@@ -8,7 +8,8 @@
 //! `self.training` (inference, captured or not, runs in eval mode: SpecAugment masking and
 //! dropout seeds under `if self.training:` never run there), debug switches (a flag or
 //! environment variable that says `debug`), platform tests for devices without CUDA graphs
-//! (`current_platform.is_xpu()`, `_is_npu`) and the configured debug guards.
+//! (`current_platform.is_xpu()`, `_is_npu`), the device fallback for a missing host mirror
+//! (`if seq_lens_cpu is None:`) and the configured debug guards.
 
 use crate::semantic::{SemanticModel, Ty};
 use crate::settings::Settings;
@@ -180,6 +181,57 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
         }
         // A capture flag is false only outside capture: `if not is_tracing(x):`, `if not flag:`.
         _ => negated && model.ty(test) == Ty::CaptureFlag,
+    }
+}
+
+/// Whether the code that runs when `test` evaluates to `!negated` is the device fallback for a
+/// missing host mirror, which the serving path fills: `if seq_lens_cpu is None:` (or the
+/// `else` of `if cu_seqlens_host is not None`), where `code` does not make the mirror itself.
+/// A body that fills it (`self._seq_lens_cpu = self.seq_lens.to("cpu")`) is the copy every
+/// reader waits for, not a fallback.
+pub fn mirror_fallback(test: &Expr, negated: bool, code: &[ast::Stmt]) -> bool {
+    let Expr::Compare(compare) = test else {
+        return false;
+    };
+    let ([op], [right]) = (&*compare.ops, &*compare.comparators) else {
+        return false;
+    };
+    let missing = match op {
+        ast::CmpOp::Is => !negated,
+        ast::CmpOp::IsNot => negated,
+        _ => false,
+    };
+    missing
+        && right.is_none_literal_expr()
+        && crate::semantic::expr_host_named(&compare.left)
+        && !assigns(code, &compare.left)
+}
+
+/// Whether a block assigns `place` (a name or an attribute path), outside nested definitions.
+fn assigns(code: &[ast::Stmt], place: &Expr) -> bool {
+    code.iter().any(|stmt| match stmt {
+        ast::Stmt::Assign(assign) => assign.targets.iter().any(|t| same_place(t, place)),
+        ast::Stmt::AnnAssign(assign) => same_place(&assign.target, place),
+        ast::Stmt::AugAssign(assign) => same_place(&assign.target, place),
+        ast::Stmt::If(s) => {
+            assigns(&s.body, place) || s.elif_else_clauses.iter().any(|c| assigns(&c.body, place))
+        }
+        ast::Stmt::For(s) => assigns(&s.body, place) || assigns(&s.orelse, place),
+        ast::Stmt::While(s) => assigns(&s.body, place) || assigns(&s.orelse, place),
+        ast::Stmt::With(s) => assigns(&s.body, place),
+        ast::Stmt::Try(s) => assigns(&s.body, place) || assigns(&s.orelse, place),
+        _ => false,
+    })
+}
+
+fn same_place(a: &Expr, b: &Expr) -> bool {
+    match (a, b) {
+        (Expr::Name(a), Expr::Name(b)) => a.id == b.id,
+        (Expr::Attribute(a), Expr::Attribute(b)) => {
+            a.attr.id == b.attr.id && same_place(&a.value, &b.value)
+        }
+        (Expr::Tuple(t), _) => t.elts.iter().any(|e| same_place(e, b)),
+        _ => false,
     }
 }
 

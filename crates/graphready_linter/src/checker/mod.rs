@@ -308,6 +308,7 @@ impl<'a> Checker<'a> {
             if let Stmt::If(if_stmt) = stmt {
                 if if_stmt.elif_else_clauses.is_empty() && body_always_exits(&if_stmt.body) {
                     if guards::safe_when(&self.model, self.settings, &if_stmt.test, true)
+                        || guards::mirror_fallback(&if_stmt.test, true, &body[i + 1..])
                         || guards::is_lazy_early_return(
                             &self.model,
                             if_stmt,
@@ -547,8 +548,10 @@ impl<'a> Visitor<'a> for Checker<'a> {
             Expr::If(if_expr) => {
                 self.visit_expr(&if_expr.test);
                 self.summary.judged(&if_expr.test);
-                let body_safe = guards::safe_when(&self.model, self.settings, &if_expr.test, false);
-                let else_safe = guards::safe_when(&self.model, self.settings, &if_expr.test, true);
+                let body_safe = guards::safe_when(&self.model, self.settings, &if_expr.test, false)
+                    || guards::mirror_fallback(&if_expr.test, false, &[]);
+                let else_safe = guards::safe_when(&self.model, self.settings, &if_expr.test, true)
+                    || guards::mirror_fallback(&if_expr.test, true, &[]);
                 self.safe_depth += u32::from(body_safe);
                 self.visit_expr(&if_expr.body);
                 self.safe_depth -= u32::from(body_safe);
