@@ -7,13 +7,15 @@ use ruff_text_size::Ranged;
 
 declare_violation! {
     /// ## What it does
-    /// Checks for splits whose sizes are read from the device: `torch.split(x, counts.tolist())`,
-    /// `x.split(sizes)` with `sizes = counts.tolist()`, and `split_with_sizes` alike.
+    /// Checks, in code that runs captured, for splits whose sizes are read from the device:
+    /// `torch.split(x, counts.tolist())`, `x.split(sizes)` with `sizes = counts.tolist()`, and
+    /// `split_with_sizes` alike.
     ///
     /// ## Why is this bad?
     /// `.tolist()` synchronises, and the pieces' shapes then follow the data, so a captured graph
     /// could not replay them even if the read were allowed. Per-expert token counts are the usual
-    /// source (MoE dispatch).
+    /// source (MoE dispatch). Outside the graph, eager code runs any shape: the read is the
+    /// stall there, and GR102 reports it.
     ///
     /// ## Example
     /// ```python
@@ -35,6 +37,7 @@ impl Violation for SplitByDeviceSizes {
     const CODE: &'static str = "GR205";
     const NAME: &'static str = "split-by-device-sizes";
     const CALLS: Calls = Calls::named(&["split", "split_with_sizes"]);
+    const CAPTURED_ONLY: bool = true;
 
     fn message(&self) -> String {
         "split sizes read from a device tensor give data-dependent shapes".to_string()
