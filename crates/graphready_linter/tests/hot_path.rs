@@ -308,6 +308,14 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["VisionEncoder.forward"],
             ),
+            // Images come with a prompt: the branch on `pixel_values` is prefill work.
+            finding(
+                "engine/encoder.py",
+                21,
+                "GR102",
+                "stall",
+                &["CaptionModel.forward"],
+            ),
             // Experts whose class their layer imports inside `__init__`: captured through the
             // layer that holds them.
             finding(

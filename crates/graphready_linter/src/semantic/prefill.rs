@@ -6,7 +6,8 @@
 //!
 //! A test names the batch's prefill work (`attn_metadata.num_prefills > 0`,
 //! `if prefill_meta := attn_metadata.prefill_metadata:`, `forward_mode.is_mixed()`,
-//! `forward_batch.contains_mm_inputs()`, an `is_prefill` flag), or denies that the batch is
+//! `forward_batch.contains_mm_inputs()`, `pixel_values is not None`, an `is_prefill` flag), or
+//! denies that the batch is
 //! decode only (`if not is_decode:`, `if attn_metadata.is_decode_only: return ...`). SGLang's
 //! `forward_mode.is_extend()`, `is_prefill()` and `not is_decode()` also hold for the verify
 //! batches its graphs capture, so they do not count; its `is_extend_without_speculative()`
@@ -27,6 +28,9 @@ const PREFILL_NAMES: &[&str] = &[
     "is_split_prefill",
     "is_extend_without_speculative",
     "contains_mm_inputs",
+    // New images come with a request's prompt: a model's `pixel_values` are `None` in decode.
+    "pixel_values",
+    "pixel_values_videos",
     "prefill_metadata",
     "prefill_meta",
     "num_prefills",
