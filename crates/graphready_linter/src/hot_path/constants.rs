@@ -152,23 +152,30 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
 /// `**kwargs` passed on is [`Passed::Forwarded`].
 fn passes(function: &FunctionSummary, site: &CallSite, param: &str) -> Passed {
     let bound = bound(&site.target);
-    let given = site
+    given(site, |key| {
+        param_of(function, bound, key).is_some_and(|p| p.name == param)
+    })
+    .unwrap_or_else(|| match site.splat {
+        Splat::None => default_of(function, param),
+        Splat::OwnKwargs => Passed::Forwarded,
+        Splat::Positional | Splat::Mapping => Passed::Varies,
+    })
+}
+
+/// What a call passes in the argument `lands` picks out, when it gives one: its literal, or
+/// anything else ([`Passed::Varies`]).
+fn given(site: &CallSite, lands: impl Fn(&ArgKey) -> bool) -> Option<Passed> {
+    let key = site
         .tensor_args
         .iter()
         .chain(site.other_args.iter().map(|(key, _)| key))
-        .find(|key| param_of(function, bound, key).is_some_and(|p| p.name == param));
-    match given {
-        Some(key) => site
-            .const_args()
+        .find(|key| lands(key))?;
+    Some(
+        site.const_args()
             .iter()
             .find(|(k, _)| k == key)
             .map_or(Passed::Varies, |(_, c)| Passed::Always(*c)),
-        None => match site.splat {
-            Splat::None => default_of(function, param),
-            Splat::OwnKwargs => Passed::Forwarded,
-            Splat::Positional | Splat::Mapping => Passed::Varies,
-        },
-    }
+    )
 }
 
 /// The last part of a qualified name (`method` of `Class.method`): what calls spell.
@@ -229,23 +236,11 @@ fn through_kwargs<'s>(
                 let mut value = None;
                 for site in calls.get(&caller).into_iter().flatten() {
                     let keyword = |key: &ArgKey| matches!(key, ArgKey::Keyword(k) if **k == *param);
-                    let given = site
-                        .tensor_args
-                        .iter()
-                        .chain(site.other_args.iter().map(|(key, _)| key))
-                        .find(|key| keyword(key));
-                    let passed = match given {
-                        Some(key) => site
-                            .const_args()
-                            .iter()
-                            .find(|(k, _)| k == key)
-                            .map_or(Passed::Varies, |(_, c)| Passed::Always(*c)),
+                    let passed = given(site, keyword).unwrap_or_else(|| match site.splat {
                         // `*args` fills positions only, never the `**kwargs` passed on.
-                        None => match site.splat {
-                            Splat::None | Splat::Positional => default_of(function, param),
-                            Splat::OwnKwargs | Splat::Mapping => Passed::Varies,
-                        },
-                    };
+                        Splat::None | Splat::Positional => default_of(function, param),
+                        Splat::OwnKwargs | Splat::Mapping => Passed::Varies,
+                    });
                     value = match value {
                         None => Some(passed),
                         Some(before) if before == passed => Some(before),
