@@ -1,6 +1,6 @@
 //! Class-hierarchy predicates: whether a class is a `torch.nn.Module`.
 
-use super::index::{Definition, ProjectIndex, MAX_DEPTH};
+use super::index::{ClassId, Definition, ProjectIndex, MAX_DEPTH};
 use crate::summary::Ref;
 use rustc_hash::FxHashSet;
 
@@ -32,20 +32,32 @@ impl ProjectIndex<'_> {
 
     /// Whether a class derives from `torch.nn.Module` itself, through project classes only.
     pub(super) fn derives_from_module(&self, module: usize, class: &str) -> bool {
-        let Some(start) = self.class_named(module, class) else {
-            return false;
-        };
+        self.class_named(module, class).is_some_and(|start| {
+            self.find_up(start, |current| {
+                self.class_summary(current).direct_module.then_some(())
+            })
+            .is_some()
+        })
+    }
+
+    /// The first answer `found` gives for a class or its project bases, nearest first (a
+    /// bounded walk: hierarchies with cycles or hundreds of bases end).
+    pub(super) fn find_up<T>(
+        &self,
+        start: ClassId,
+        mut found: impl FnMut(ClassId) -> Option<T>,
+    ) -> Option<T> {
         let mut seen = FxHashSet::default();
         let mut pending = vec![start];
         while let Some(current) = pending.pop() {
             if !seen.insert(current) || seen.len() > 64 {
                 continue;
             }
-            if self.class_summary(current).direct_module {
-                return true;
+            if let Some(answer) = found(current) {
+                return Some(answer);
             }
             pending.extend(self.bases_of(current));
         }
-        false
+        None
     }
 }

@@ -4,7 +4,6 @@
 use super::index::{NodeId, ProjectIndex};
 use super::types::TypeVal;
 use crate::summary::{PathRoot, PathStep, TypePath};
-use rustc_hash::FxHashSet;
 
 impl ProjectIndex<'_> {
     /// What calling a value runs: each instance's `forward`, else `__call__` (calling a class
@@ -33,28 +32,16 @@ impl ProjectIndex<'_> {
         class: &str,
         field: &str,
     ) -> Vec<NodeId> {
-        let Some(start) = self.class_named(module, class) else {
-            return Vec::new();
-        };
-        let mut seen = FxHashSet::default();
-        let mut pending = vec![start];
-        let mut computed = false;
-        while let Some(current) = pending.pop() {
-            if !seen.insert(current) || seen.len() > 64 {
-                continue;
-            }
-            if let Some((_, path)) = self
-                .class_summary(current)
-                .fields
-                .iter()
-                .find(|(name, _)| name == field)
-            {
-                computed = !path.steps.is_empty();
-                break;
-            }
-            pending.extend(self.bases_of(current));
-        }
-        if !computed {
+        let computed = self.class_named(module, class).and_then(|start| {
+            self.find_up(start, |current| {
+                self.class_summary(current)
+                    .fields
+                    .iter()
+                    .find(|(name, _)| name == field)
+                    .map(|(_, path)| !path.steps.is_empty())
+            })
+        });
+        if computed != Some(true) {
             return Vec::new();
         }
         let path = TypePath {
