@@ -138,7 +138,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             finding(
                 "engine/attention/chunked.py",
-                32,
+                35,
                 "GR101",
                 "stall",
                 &[
@@ -149,7 +149,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             finding(
                 "engine/attention/chunked.py",
-                37,
+                40,
                 "GR102",
                 "stall",
                 &[
@@ -161,7 +161,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             finding(
                 "engine/attention/chunked.py",
-                40,
+                43,
                 "GR201",
                 "stall",
                 &[
@@ -169,6 +169,19 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "AttentionBackend.forward",
                     "ChunkedBackend.forward_decode",
                     "ChunkedBackend._embed_images"
+                ],
+            ),
+            // A function named for prefill work, called from captured code.
+            finding(
+                "engine/attention/chunked.py",
+                46,
+                "GR103",
+                "stall",
+                &[
+                    "Model.forward",
+                    "AttentionBackend.forward",
+                    "ChunkedBackend.forward_decode",
+                    "ChunkedBackend.plan_chunked_prefill"
                 ],
             ),
             finding(

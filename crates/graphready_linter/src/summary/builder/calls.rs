@@ -259,6 +259,9 @@ impl SummaryBuilder<'_> {
         let function_args = self.function_args(model, call);
         if let Some(function) = self.building.last_mut() {
             for target in targets {
+                // A function named for prefill work (`topk_prefill`, `_forward_prefill`) does
+                // it, wherever it is called.
+                let prefill = prefill || names_prefill(target.method_name());
                 let site = CallSite {
                     target,
                     in_loop,
@@ -471,6 +474,12 @@ impl ArgTypes {
         };
         args
     }
+}
+
+/// Whether a function's name has the word `prefill` (`topk_prefill`, `_forward_prefill`).
+fn names_prefill(name: &str) -> bool {
+    name.split('_')
+        .any(|word| word.eq_ignore_ascii_case("prefill"))
 }
 
 /// The names an expression reads, outside nested scopes (a few levels deep).

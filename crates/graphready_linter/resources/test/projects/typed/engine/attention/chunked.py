@@ -26,6 +26,9 @@ class ChunkedBackend(AttentionBackend):
         needs_images = not batch.forward_mode.is_decode() and batch.contains_mm_inputs()
         if needs_images:
             self._embed_images(batch)
+        # Named for prefill work: it does that work wherever it is called (the engine calls
+        # it only for batches that have some).
+        self.plan_chunked_prefill(batch)
         return q
 
     def _prefill(self, q, batch):
@@ -38,3 +41,6 @@ class ChunkedBackend(AttentionBackend):
 
     def _embed_images(self, batch):
         return batch.seq_lens.nonzero()
+
+    def plan_chunked_prefill(self, batch):
+        return batch.extend_seq_lens.cpu()
