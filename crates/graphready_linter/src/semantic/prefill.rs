@@ -4,15 +4,15 @@
 //! idle batches): the code a captured function runs for prefill work runs eagerly, on every
 //! step that has some. A hazard there stalls the step; it does not break a capture.
 //!
-//! A test names the batch's prefill work (`attn_metadata.num_prefills > 0`,
-//! `if prefill_meta := attn_metadata.prefill_metadata:`, `forward_mode.is_mixed()`,
+//! A test names the batch's prefill work (`attn_metadata.num_prefills > 0`, `if prefill_meta :=
+//! attn_metadata.prefill_metadata:`, `forward_mode.is_mixed()`,
 //! `forward_batch.contains_mm_inputs()`, `pixel_values is not None`, an `is_prefill` flag), or
 //! denies that the batch is decode only (`if not is_decode:`, `if attn_metadata.is_decode_only:
-//! return ...`). SGLang's `forward_mode.is_extend()`, `is_prefill()` and `not is_decode()` also hold for the verify
-//! batches its graphs capture, so they do not count; its `is_extend_without_speculative()`
-//! does. A name bound to a prefill test is one too ([`Ty::PrefillFlag`]); and a call of a
-//! function named for prefill work (`topk_prefill`) is made for it, wherever it is made (the
-//! summary builder marks such calls).
+//! return ...`). SGLang's `forward_mode.is_extend()`, `is_prefill()` and `not is_decode()` also
+//! hold for the verify batches its graphs capture, so they do not count; its
+//! `is_extend_without_speculative()` does. A name bound to a prefill test is one too
+//! ([`Ty::PrefillFlag`]); and a call of a function named for prefill work (`topk_prefill`) is made
+//! for it, wherever it is made (the summary builder marks such calls).
 
 use super::model::SemanticModel;
 use super::types::Ty;
