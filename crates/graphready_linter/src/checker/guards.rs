@@ -14,6 +14,7 @@
 use crate::semantic::{SemanticModel, Ty};
 use crate::settings::Settings;
 use crate::util::{last_segment, NO_CUDA_GRAPH_DEVICES};
+use ruff_python_ast::comparable::ComparableExpr;
 use ruff_python_ast::{self as ast, Expr};
 
 mod lazy;
@@ -224,14 +225,11 @@ fn assigns(code: &[ast::Stmt], place: &Expr) -> bool {
     })
 }
 
-fn same_place(a: &Expr, b: &Expr) -> bool {
-    match (a, b) {
-        (Expr::Name(a), Expr::Name(b)) => a.id == b.id,
-        (Expr::Attribute(a), Expr::Attribute(b)) => {
-            a.attr.id == b.attr.id && same_place(&a.value, &b.value)
-        }
-        (Expr::Tuple(t), _) => t.elts.iter().any(|e| same_place(e, b)),
-        _ => false,
+/// Whether an assignment target is `place`, or unpacks into it (`a, self.x = ...`).
+fn same_place(target: &Expr, place: &Expr) -> bool {
+    match target {
+        Expr::Tuple(tuple) => tuple.elts.iter().any(|e| same_place(e, place)),
+        _ => ComparableExpr::from(target) == ComparableExpr::from(place),
     }
 }
 

@@ -79,7 +79,7 @@ fn set_up_name(name: &str) -> Option<SetUp> {
         return Some(SetUp::Named);
     }
     // Without allocating: this runs for every function a search reaches.
-    let is = |word: &str, list: &[&str]| list.iter().any(|w| w.eq_ignore_ascii_case(word));
+    let is = is_one_of;
     let mut words = name.split('_').filter(|w| !w.is_empty());
     let first = words.next()?;
     let mut previous = first;
@@ -108,10 +108,13 @@ const REQUEST_WORDS: &[&str] = &["request", "req", "prefill", "prompt", "batch"]
 fn is_request_name(name: &str) -> bool {
     name.split('_').filter(|w| !w.is_empty()).any(|word| {
         let singular = word.strip_suffix('s').unwrap_or(word);
-        REQUEST_WORDS
-            .iter()
-            .any(|w| w.eq_ignore_ascii_case(word) || w.eq_ignore_ascii_case(singular))
+        is_one_of(word, REQUEST_WORDS) || is_one_of(singular, REQUEST_WORDS)
     })
+}
+
+/// Whether a word of a name is one of `list`, ignoring case.
+fn is_one_of(word: &str, list: &[&str]) -> bool {
+    list.iter().any(|w| w.eq_ignore_ascii_case(word))
 }
 
 /// Whether a module is a measuring harness or an example rather than the engine: in a package

@@ -94,7 +94,7 @@ impl SemanticModel<'_> {
         let target = keyword(call, "device").or_else(|| call.arguments.args.first());
         target.is_some_and(|target| {
             !(self.is_host_device(target)
-                || is_dtype(self, target)
+                || self.is_dtype(target)
                 || self.ty(target).is_host_tensor())
         })
     }
@@ -141,24 +141,4 @@ fn is_literal(expr: &Expr) -> bool {
             | Expr::BooleanLiteral(_)
             | Expr::NoneLiteral(_)
     )
-}
-
-/// A dtype: `torch.float16`, `x.dtype`, `dtype=`.
-fn is_dtype(model: &SemanticModel, expr: &Expr) -> bool {
-    match expr {
-        Expr::Attribute(attribute) if attribute.attr.as_str() == "dtype" => true,
-        _ => model.qualified_name(expr).is_some_and(|qualified| {
-            qualified.strip_prefix("torch.").is_some_and(|name| {
-                name.starts_with("float")
-                    || name.starts_with("int")
-                    || name.starts_with("uint")
-                    || name.starts_with("bfloat")
-                    || name.starts_with("complex")
-                    || name == "bool"
-                    || name == "half"
-                    || name == "long"
-                    || name == "double"
-            })
-        }),
-    }
 }

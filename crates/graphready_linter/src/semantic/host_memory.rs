@@ -118,7 +118,7 @@ impl SemanticModel<'_> {
     }
 
     /// A dtype: `torch.float32`, `x.dtype`, a name `dtype`.
-    fn is_dtype(&self, expr: &Expr) -> bool {
+    pub(super) fn is_dtype(&self, expr: &Expr) -> bool {
         match expr {
             Expr::Attribute(attribute) if attribute.attr.id.as_str() == "dtype" => true,
             Expr::Name(name) if name.id.as_str().ends_with("dtype") => true,
