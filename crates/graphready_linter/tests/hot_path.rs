@@ -357,15 +357,16 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 &["LogitsComputer.compute_logits"],
             ),
             // Annotated `torch.LongTensor` and passed a device tensor: a size read on the host.
-            // `frame_times` (line 19) is annotated `torch.Tensor`, but its caller passes a
+            // `frame_times` (line 22) is annotated `torch.Tensor`, but its caller passes a
             // schedule made in host memory: nothing is reported there.
-            // `media_positions` (line 9) is annotated so too, but its only caller passes a row of
+            // `media_positions` (line 13) is annotated so too, but its only caller passes a row of
             // a host list: the call site wins again, and nothing is reported there. Nor in
-            // `frame_count` (line 24), whose caller passes on its own host parameter.
+            // `frame_count` (line 26), whose caller passes on its own host parameter, nor in
+            // `last_frame` (line 34), which passes its host parameter on to itself.
             // `attention/npu_backend.py` serves a device without CUDA graphs: not reported.
             finding(
                 "engine/media.py",
-                16,
+                18,
                 "GR109",
                 "stall",
                 &["Scheduler.run", "Scheduler.media", "token_positions"],

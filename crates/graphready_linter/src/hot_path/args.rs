@@ -4,7 +4,8 @@
 //! is passed `t.max() == 0`); a parameter annotated as a tensor that every reached call site
 //! passes a host value (`compute_mrope_for_media(size: torch.LongTensor)` called with a row of
 //! `grid.tolist()`, or a tensor in host memory: `run(schedule: Tensor)` given
-//! `torch.linspace(...)`) holds a host value.
+//! `torch.linspace(...)`) holds a host value. A recursive call passing a parameter on unchanged
+//! (`dfs(child, next_token)` in `dfs`) says nothing of it: the other callers decide.
 
 use super::index::{NodeId, ProjectIndex};
 use crate::semantic::Ty;
@@ -217,6 +218,8 @@ fn record_host<'f>(
         };
         let key = (callee, param.name.as_str());
         match site.param_args.iter().find(|(passed, _)| passed == arg) {
+            // A recursive call passing the parameter on unchanged says nothing new of it.
+            Some((_, name)) if key == (caller, &**name) => {}
             Some((_, name)) => pending.push((key, (caller, &**name))),
             None => pass(host, key, None),
         }
