@@ -525,6 +525,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["KernelLayer.forward", "run_wrapped", "_run_checked"],
             ),
+            // The mode no caller sets (`"auto"`) is not `"decode"`: that branch runs; the block
+            // count no caller gives (`-1 > 0`) and the mode no caller asks for do not.
+            finding(
+                "engine/switches.py",
+                51,
+                "GR101",
+                "capture",
+                &["KernelLayer.forward", "plan_blocks"],
+            ),
             finding(
                 "engine/tower.py",
                 17,
@@ -581,7 +590,11 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/switches.py", 19),
             // Passed on through `**kwargs` by a function no caller gives `check=` to.
             ("engine/switches.py", 35),
-            ("engine/switches.py", 54),
+            // Compared with numbers and names no caller gives: `block_num > 0` with `-1`,
+            // `mode == "prefill"` with `"auto"`.
+            ("engine/switches.py", 45),
+            ("engine/switches.py", 48),
+            ("engine/switches.py", 69),
             ("engine/tests/test_runner.py", 8),
             ("engine/tests/test_runner.py", 9),
             // A speech encoder invoked only in an eager block (`with gpu_sync_allowed():`).

@@ -1,7 +1,8 @@
 //! Parameters the project's calls decide: a parameter with a literal default (`check=False`,
 //! `out=None`) that every call of its function in the project leaves at the default, or passes
 //! the same literal, holds that value; the branches its tests rule out never run (`if check:`
-//! around a validation helper, `if in_capture:` that only capture-time set-up passes `True`).
+//! around a validation helper, `if in_capture:` that only capture-time set-up passes `True`,
+//! `if kv_block_num > 0:` with `kv_block_num=-1`, `if mode == "prefill":` with `mode="auto"`).
 //! The calls made there are not followed, and the findings there are not reached.
 //!
 //! Only calls from code that runs every step count: set-up and measuring harnesses run once

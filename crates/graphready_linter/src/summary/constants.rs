@@ -3,8 +3,11 @@
 //! whether code runs (`if check:`, `if out is not None:`). When every call of a function in the
 //! project leaves a parameter at its default (or passes the same literal), the branches that
 //! default rules out never run: the project index decides that (`hot_path::constants`).
+//! Numbers and strings count too, tested by comparison (`if kv_block_num > 0:` with
+//! `kv_block_num=-1`, `if mode == "prefill":` with `mode="auto"`).
 
 use ruff_python_ast::{self as ast, Expr};
+use std::hash::{Hash, Hasher};
 
 /// A literal a parameter can be decided by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -12,6 +15,9 @@ pub enum Const {
     True,
     False,
     None,
+    Int(i64),
+    /// A string, by a hash of its text (only compared for equality).
+    Str(u64),
 }
 
 impl Const {
@@ -21,7 +27,103 @@ impl Const {
             Expr::BooleanLiteral(b) if b.value => Some(Const::True),
             Expr::BooleanLiteral(_) => Some(Const::False),
             Expr::NoneLiteral(_) => Some(Const::None),
+            Expr::NumberLiteral(number) => match &number.value {
+                ast::Number::Int(int) => int.as_i64().map(Const::Int),
+                _ => None,
+            },
+            Expr::UnaryOp(ast::ExprUnaryOp {
+                op: ast::UnaryOp::USub,
+                operand,
+                ..
+            }) => match Const::of(operand)? {
+                Const::Int(int) => int.checked_neg().map(Const::Int),
+                _ => None,
+            },
+            Expr::StringLiteral(string) => Some(Const::string(string.value.to_str())),
             _ => None,
+        }
+    }
+
+    fn string(text: &str) -> Const {
+        let mut hasher = rustc_hash::FxHasher::default();
+        text.hash(&mut hasher);
+        Const::Str(hasher.finish())
+    }
+
+    /// Python's truth value of the literal.
+    fn truthy(self) -> bool {
+        match self {
+            Const::True => true,
+            Const::False | Const::None => false,
+            Const::Int(int) => int != 0,
+            Const::Str(_) => self != Const::string(""),
+        }
+    }
+
+    /// The literal as an integer, where Python compares it as one (`True == 1`).
+    fn as_int(self) -> Option<i64> {
+        match self {
+            Const::True => Some(1),
+            Const::False => Some(0),
+            Const::Int(int) => Some(int),
+            _ => None,
+        }
+    }
+
+    /// What `self <op> other` evaluates to, where Python defines it (`None > 0` raises: not
+    /// known).
+    fn compare(self, op: Cmp, other: Const) -> Option<bool> {
+        if let (Some(a), Some(b)) = (self.as_int(), other.as_int()) {
+            return Some(match op {
+                Cmp::Eq => a == b,
+                Cmp::NotEq => a != b,
+                Cmp::Lt => a < b,
+                Cmp::LtE => a <= b,
+                Cmp::Gt => a > b,
+                Cmp::GtE => a >= b,
+            });
+        }
+        // Values of different kinds are never equal; only numbers are ordered here.
+        match op {
+            Cmp::Eq => Some(self == other),
+            Cmp::NotEq => Some(self != other),
+            _ => None,
+        }
+    }
+}
+
+/// A comparison operator a parameter is tested with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Cmp {
+    Eq,
+    NotEq,
+    Lt,
+    LtE,
+    Gt,
+    GtE,
+}
+
+impl Cmp {
+    fn of(op: ast::CmpOp) -> Option<Cmp> {
+        Some(match op {
+            ast::CmpOp::Eq => Cmp::Eq,
+            ast::CmpOp::NotEq => Cmp::NotEq,
+            ast::CmpOp::Lt => Cmp::Lt,
+            ast::CmpOp::LtE => Cmp::LtE,
+            ast::CmpOp::Gt => Cmp::Gt,
+            ast::CmpOp::GtE => Cmp::GtE,
+            _ => return None,
+        })
+    }
+
+    fn negate(self) -> Cmp {
+        match self {
+            Cmp::Eq => Cmp::NotEq,
+            Cmp::NotEq => Cmp::Eq,
+            Cmp::Lt => Cmp::GtE,
+            Cmp::GtE => Cmp::Lt,
+            Cmp::Gt => Cmp::LtE,
+            Cmp::LtE => Cmp::Gt,
         }
     }
 }
@@ -37,16 +139,20 @@ pub enum ParamTest {
     IsNone,
     /// `if p is not None:`
     IsNotNone,
+    /// `if p > 0:`, `if p == "prefill":`
+    Compare(Cmp, Const),
 }
 
 impl ParamTest {
-    /// Whether the test passes for a parameter holding `value`.
+    /// Whether the test passes for a parameter holding `value` (or may: a comparison Python
+    /// does not define is not ruled out).
     pub fn holds(self, value: Const) -> bool {
         match self {
-            ParamTest::Truthy => value == Const::True,
-            ParamTest::Falsy => value != Const::True,
+            ParamTest::Truthy => value.truthy(),
+            ParamTest::Falsy => !value.truthy(),
             ParamTest::IsNone => value == Const::None,
             ParamTest::IsNotNone => value != Const::None,
+            ParamTest::Compare(op, other) => value.compare(op, other).unwrap_or(true),
         }
     }
 
@@ -56,6 +162,7 @@ impl ParamTest {
             ParamTest::Falsy => ParamTest::Truthy,
             ParamTest::IsNone => ParamTest::IsNotNone,
             ParamTest::IsNotNone => ParamTest::IsNone,
+            ParamTest::Compare(op, other) => ParamTest::Compare(op.negate(), other),
         }
     }
 }
@@ -98,16 +205,73 @@ pub fn name_tests<'e>(test: &'e Expr, negated: bool, out: &mut Vec<(&'e str, Par
             else {
                 return;
             };
-            if !right.is_none_literal_expr() {
-                return;
-            }
             let t = match op {
-                ast::CmpOp::Is => ParamTest::IsNone,
-                ast::CmpOp::IsNot => ParamTest::IsNotNone,
-                _ => return,
+                ast::CmpOp::Is if right.is_none_literal_expr() => ParamTest::IsNone,
+                ast::CmpOp::IsNot if right.is_none_literal_expr() => ParamTest::IsNotNone,
+                op => match (Cmp::of(*op), Const::of(right)) {
+                    (Some(op), Some(value)) => ParamTest::Compare(op, value),
+                    _ => return,
+                },
             };
             out.push((name.id.as_str(), if negated { t.negate() } else { t }));
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{name_tests, Const, ParamTest};
+
+    fn constant(source: &str) -> Option<Const> {
+        Const::of(ruff_python_parser::parse_expression(source).ok()?.expr())
+    }
+
+    /// Whether the block under `if <test>:` runs with `p` holding `value`.
+    fn runs(test: &str, value: &str) -> bool {
+        let parsed = ruff_python_parser::parse_expression(test).expect("a test");
+        let mut tests = Vec::new();
+        name_tests(parsed.expr(), false, &mut tests);
+        let [(name, test)] = tests.as_slice() else {
+            panic!("one test of a name in {test:?}, got {tests:?}");
+        };
+        assert_eq!(*name, "p");
+        test.holds(constant(value).expect("a literal"))
+    }
+
+    #[test]
+    fn literals() {
+        assert_eq!(constant("-1"), Some(Const::Int(-1)));
+        assert_eq!(constant("0"), Some(Const::Int(0)));
+        assert_eq!(constant("'auto'"), constant("\"auto\""));
+        assert_ne!(constant("'auto'"), constant("'prefill'"));
+        assert_eq!(constant("1.5"), None);
+        assert_eq!(constant("x"), None);
+        assert_eq!(constant("-x"), None);
+    }
+
+    #[test]
+    fn comparisons_decide_with_the_literal_held() {
+        assert!(!runs("p > 0", "-1"));
+        assert!(runs("p > 0", "4"));
+        assert!(runs("not p <= 0", "4"));
+        assert!(!runs("p == 'prefill'", "'auto'"));
+        assert!(runs("p != 'decode'", "'auto'"));
+        assert!(!runs("p != 'auto'", "'auto'"));
+        // Python's `True == 1`; `None` equals no number, and is not ordered against one.
+        assert!(runs("p == 1", "True"));
+        assert!(!runs("p == 0", "None"));
+        assert!(runs("p > 0", "None"));
+        assert!(runs("p < 'b'", "'a'"));
+    }
+
+    #[test]
+    fn truth_values() {
+        assert!(!runs("p", "0"));
+        assert!(runs("p", "-1"));
+        assert!(!runs("p", "''"));
+        assert!(runs("p", "'auto'"));
+        assert!(runs("not p", "None"));
+        assert!(!runs("p", "False"));
     }
 }

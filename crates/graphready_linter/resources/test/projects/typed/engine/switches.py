@@ -1,6 +1,6 @@
 """Kernel wrappers with switches their callers decide: a check no caller turns on, an output
-buffer no caller passes, a capture-time branch only set-up takes, and a switch a caller does
-turn on."""
+buffer no caller passes, a capture-time branch only set-up takes, a switch a caller does
+turn on, and a block count and a mode compared with the numbers and names no caller gives."""
 
 import torch
 from torch import nn
@@ -39,8 +39,23 @@ def _run_checked(q: torch.Tensor, check: bool = False, strict: bool = False):
     return q
 
 
+def plan_blocks(lens: torch.Tensor, block_num: int = -1, mode: str = "auto"):
+    if block_num > 0:
+        # No caller passes a block count: the default rules this out.
+        return lens.max().item()
+    if mode == "prefill":
+        # No caller asks for prefill planning either.
+        return lens.sum().item()
+    if mode != "decode":
+        # "auto" is not "decode": this runs.
+        return lens.min().item()
+    return 0
+
+
 class KernelLayer(nn.Module):
     def forward(self, q: torch.Tensor) -> torch.Tensor:
+        plan_blocks(q)
+        plan_blocks(q, mode="auto")
         q = run_kernel(q)
         q = run_wrapped(q)
         q = run_wrapped(q, 2.0, strict=True)
