@@ -127,6 +127,58 @@ pub(super) fn param_types(
     out
 }
 
+/// Of the functions a call may run (the overrides a class hierarchy offers), those the call's
+/// arguments fit: Python raises `TypeError` for the others, so they are not what runs
+/// (`self.quant_method.apply(self, x, bias)` does not run a MoE method's `apply(layer, x,
+/// topk_weights, topk_ids, ...)`). When none fits, or a splat hides the arguments, all stay.
+pub(super) fn keep_accepting(index: &ProjectIndex, site: &CallSite, targets: &mut Vec<NodeId>) {
+    if site.opaque() {
+        return;
+    }
+    let fits = |node: &NodeId| accepts(index.function(*node), site);
+    if targets.iter().any(fits) {
+        targets.retain(fits);
+    }
+}
+
+/// Whether a call's arguments fit a function's parameters: no position beyond them (without
+/// `*args`), no keyword it lacks (without `**kwargs`), every parameter without a default filled.
+fn accepts(function: &FunctionSummary, site: &CallSite) -> bool {
+    let params = &function.params;
+    let (star_args, star_kwargs) = function.variadic;
+    let takes_self = params
+        .first()
+        .is_some_and(|p| matches!(p.name.as_str(), "self" | "cls"));
+    // A method reached through a plain reference is called on a class or an instance (a
+    // constructor, a module invoked): `self` is passed too.
+    let offset = usize::from(takes_self && (bound(&site.target) || function.class.is_some()));
+    let mut filled = vec![false; params.len()];
+    let keys = site
+        .tensor_args
+        .iter()
+        .chain(site.other_args.iter().map(|(key, _)| key));
+    for key in keys {
+        let slot = match key {
+            ArgKey::Position(i) => params
+                .get(i + offset)
+                .filter(|p| !p.keyword_only)
+                .map(|_| i + offset),
+            ArgKey::Keyword(name) => params.iter().position(|p| *p.name == **name),
+        };
+        match slot {
+            Some(slot) => filled[slot] = true,
+            None if matches!(key, ArgKey::Position(_)) && star_args => {}
+            None if matches!(key, ArgKey::Keyword(_)) && star_kwargs => {}
+            None => return false,
+        }
+    }
+    params
+        .iter()
+        .zip(&filled)
+        .skip(offset)
+        .all(|(param, filled)| *filled || !param.required)
+}
+
 /// Whether a call passes `self` implicitly (a bound method).
 pub(super) fn bound(target: &CallTarget) -> bool {
     !matches!(

@@ -210,7 +210,10 @@ impl<'s> ProjectIndex<'s> {
                 .calls
                 .iter()
                 .map(|site| {
-                    let targets = self.resolve(node.module, &site.target);
+                    let mut targets = self.resolve(node.module, &site.target);
+                    if targets.len() > 1 {
+                        super::args::keep_accepting(self, site, &mut targets);
+                    }
                     if targets.len() > 1 {
                         use std::sync::atomic::Ordering::Relaxed;
                         self.fanouts.fetch_add(1, Relaxed);

@@ -335,6 +335,10 @@ impl<'a> SummaryBuilder<'a> {
                 crate::util::last_segment(&decorator.expression) == Some("property")
             }),
             host_sync: None,
+            variadic: (
+                function.parameters.vararg.is_some(),
+                function.parameters.kwarg.is_some(),
+            ),
         });
         self.push_scopes(model, function, locals, class, self_name);
     }

@@ -232,6 +232,9 @@ pub struct FunctionSummary {
     pub called_params: Vec<String>,
     /// A `@property`: reading the attribute runs the body.
     pub property: bool,
+    /// Takes `*args` and `**kwargs`: what surplus positions and unknown keywords a call may
+    /// pass.
+    pub variadic: (bool, bool),
     /// The code of the first sync-family finding in the body outside any guard (`GR103` for a
     /// `.to("cpu")`): running the function waits for the device.
     pub host_sync: Option<&'static str>,

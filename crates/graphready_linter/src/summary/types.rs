@@ -79,6 +79,10 @@ pub struct Param {
     /// Annotated as a host value (`int`, `list[int]`, `np.ndarray`): what its callers pass
     /// does not change that.
     pub host: bool,
-    /// A `True`, `False` or `None` default.
+    /// A literal default (`True`, `False`, `None`, a number, a string).
     pub default: Option<super::Const>,
+    /// Declared without any default: a call must fill it.
+    pub required: bool,
+    /// After `*` or `*args`: only a keyword fills it.
+    pub keyword_only: bool,
 }

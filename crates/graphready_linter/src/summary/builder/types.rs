@@ -174,10 +174,12 @@ impl<'a> SummaryBuilder<'a> {
         model: &SemanticModel,
         function: &ast::StmtFunctionDef,
     ) -> Vec<Param> {
+        let positional = function.parameters.posonlyargs.len() + function.parameters.args.len();
         function
             .parameters
             .iter_non_variadic_params()
-            .map(|parameter| {
+            .enumerate()
+            .map(|(i, parameter)| {
                 let annotation = parameter.parameter.annotation();
                 let ty = annotation.map_or(crate::semantic::Ty::Unknown, |annotation| {
                     model.annotation_ty(annotation)
@@ -189,6 +191,8 @@ impl<'a> SummaryBuilder<'a> {
                     tensor: ty == crate::semantic::Ty::Tensor,
                     host: ty.is_host(),
                     default: parameter.default().and_then(crate::summary::Const::of),
+                    required: parameter.default().is_none(),
+                    keyword_only: i >= positional,
                 }
             })
             .collect()
