@@ -127,17 +127,16 @@ pub(super) fn param_types(
     out
 }
 
-/// Of the functions a call may run (the overrides a class hierarchy offers), those the call's
-/// arguments fit: Python raises `TypeError` for the others, so they are not what runs
-/// (`self.quant_method.apply(self, x, bias)` does not run a MoE method's `apply(layer, x,
-/// topk_weights, topk_ids, ...)`). When none fits, or a splat hides the arguments, all stay.
+/// Of the functions a call may run (the overrides a class hierarchy offers, a method guessed by
+/// its name), those the call's arguments fit: Python raises `TypeError` for the others, so
+/// they are not what runs (`self.quant_method.apply(self, x, bias)` does not run a MoE
+/// method's `apply(layer, x, topk_weights, topk_ids, ...)`; `self.recv_skipper.handle(batch)`
+/// is not a checker's `handle(action, *, role)`). A splat hides the arguments: all stay; so
+/// do the methods of `self`, which a lookup by name may hand out unbound (`getattr(type(self),
+/// name)(self, x)`).
 pub(super) fn keep_accepting(index: &ProjectIndex, site: &CallSite, targets: &mut Vec<NodeId>) {
-    if site.opaque() {
-        return;
-    }
-    let fits = |node: &NodeId| accepts(index.function(*node), site);
-    if targets.iter().any(fits) {
-        targets.retain(fits);
+    if !site.opaque() && !matches!(site.target, CallTarget::SelfMethod { .. }) {
+        targets.retain(|node| accepts(index.function(*node), site));
     }
 }
 
@@ -149,9 +148,16 @@ fn accepts(function: &FunctionSummary, site: &CallSite) -> bool {
     let takes_self = params
         .first()
         .is_some_and(|p| matches!(p.name.as_str(), "self" | "cls"));
-    // A method reached through a plain reference is called on a class or an instance (a
-    // constructor, a module invoked): `self` is passed too.
-    let offset = usize::from(takes_self && (bound(&site.target) || function.class.is_some()));
+    // A method reached through a reference to something else is called on a class or an
+    // instance (`Class(...)` runs `__init__`, `module(x)` its `forward`): `self` is passed
+    // too. Through a reference to the method itself, a class method's `cls` is
+    // (`ForwardBatch.init_new(batch, ...)`), a method's `self` is not (`Base.free(self, ...)`).
+    let class_method = params.first().is_some_and(|p| p.name == "cls");
+    let implicit_self = bound(&site.target)
+        || function.class.is_some()
+            && (class_method
+                || function.qualname.rsplit('.').next() != Some(site.target.method_name()));
+    let offset = usize::from(takes_self && implicit_self);
     let mut filled = vec![false; params.len()];
     let keys = site
         .tensor_args

@@ -211,9 +211,7 @@ impl<'s> ProjectIndex<'s> {
                 .iter()
                 .map(|site| {
                     let mut targets = self.resolve(node.module, &site.target);
-                    if targets.len() > 1 {
-                        super::args::keep_accepting(self, site, &mut targets);
-                    }
+                    super::args::keep_accepting(self, site, &mut targets);
                     if targets.len() > 1 {
                         use std::sync::atomic::Ordering::Relaxed;
                         self.fanouts.fetch_add(1, Relaxed);
