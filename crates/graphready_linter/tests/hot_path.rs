@@ -380,6 +380,31 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["Model.forward"],
             ),
+            // Layers run through custom operators: `torch.ops.engine.<name>(...)` runs the
+            // function registered under the name, called directly or through a field holding
+            // the operator a method picked.
+            finding(
+                "engine/ops.py",
+                46,
+                "GR201",
+                "capture",
+                &[
+                    "RoutedExperts.forward",
+                    "_routed_experts",
+                    "RoutedExperts.forward_impl",
+                ],
+            ),
+            finding(
+                "engine/ops.py",
+                69,
+                "GR201",
+                "capture",
+                &[
+                    "SharedExperts.forward",
+                    "_shared_experts",
+                    "SharedExperts.shared_impl",
+                ],
+            ),
             // Penalizers built by a dict comprehension from the classes given, read through
             // `.values()`: each one's `apply` runs every step.
             finding(

@@ -73,6 +73,17 @@ impl ProjectIndex<'_> {
         out
     }
 
+    /// The functions a function returns (as a whole, not inside a tuple).
+    pub(super) fn functions_returned(&self, node: NodeId) -> Vec<NodeId> {
+        let mut out = Vec::new();
+        for (at, target) in &self.function(node).returned_functions {
+            if at.is_empty() {
+                self.held_at(node.module, target, &[], MAX_DEPTH - 1, &mut out);
+            }
+        }
+        out
+    }
+
     /// What a target holds at `path` inside it: itself when the path is empty, else an element
     /// of what a call returns or a module global holds.
     fn held_at(

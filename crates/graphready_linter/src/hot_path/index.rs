@@ -19,6 +19,7 @@ type ResolvedSites = Box<[Box<[NodeId]>]>;
 /// A class: its module and its index in that module's summary.
 pub type ClassId = (usize, usize);
 
+#[derive(Clone, Copy)]
 pub(super) enum Definition {
     Function(NodeId),
     Class(usize, usize),
@@ -67,6 +68,8 @@ pub struct ProjectIndex<'s> {
     pub(super) any_module_memo: std::sync::Mutex<FxHashMap<String, super::types::TypeVal>>,
     /// Call sites the constant parameters rule out (see `super::constants`), set once.
     pub(super) dead_sites: std::sync::OnceLock<FxHashSet<(NodeId, usize)>>,
+    /// The project's custom operators, built when first asked (see `super::custom_ops`).
+    pub(super) custom_ops: std::sync::OnceLock<super::custom_ops::CustomOps>,
 }
 
 impl<'s> ProjectIndex<'s> {
@@ -93,6 +96,7 @@ impl<'s> ProjectIndex<'s> {
             hierarchy_memo: std::sync::Mutex::new(FxHashMap::default()),
             any_module_memo: std::sync::Mutex::new(FxHashMap::default()),
             dead_sites: std::sync::OnceLock::new(),
+            custom_ops: std::sync::OnceLock::new(),
         };
         for (i, module) in modules.iter().enumerate() {
             if let Some(name) = &module.module {
@@ -438,6 +442,9 @@ impl<'s> ProjectIndex<'s> {
     }
 
     fn lookup_qualified(&self, qualified: &str, depth: u8) -> Option<Definition> {
+        if qualified.starts_with("torch.ops.") {
+            return self.custom_op(qualified);
+        }
         let mut split = qualified.len();
         while let Some(dot) = qualified[..split].rfind('.') {
             if let Some(&module) = self.by_name.get(&qualified[..dot]) {

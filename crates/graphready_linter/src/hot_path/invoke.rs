@@ -23,9 +23,10 @@ impl ProjectIndex<'_> {
 
     /// Calling `self.<field>(...)` in `class`, where the field (of the class or a base) holds
     /// what a call returned (`self.vit = self._init_backbone(...)`): the modules it holds run
-    /// (see [`Self::resolve_invoke_known`]). A field given a value as it is (`self.model =
-    /// model`) is left alone: a runner calling the model it was handed runs the outermost
-    /// model, which stays an entry of its own.
+    /// (see [`Self::resolve_invoke_known`]), and the functions a method returned
+    /// (`self._forward_entry = self._select_forward()`, which returns a custom operator). A
+    /// field given a value as it is (`self.model = model`) is left alone: a runner calling the
+    /// model it was handed runs the outermost model, which stays an entry of its own.
     pub(super) fn invoke_computed_field(
         &self,
         module: usize,
@@ -38,17 +39,31 @@ impl ProjectIndex<'_> {
                     .fields
                     .iter()
                     .find(|(name, _)| name == field)
-                    .map(|(_, path)| !path.steps.is_empty())
+                    .map(|(_, path)| path.clone())
             })
         });
-        if computed != Some(true) {
+        let Some(computed) = computed.filter(|path| !path.steps.is_empty()) else {
             return Vec::new();
-        }
+        };
         let path = TypePath {
             root: PathRoot::SelfOf(class.to_string()),
             steps: vec![PathStep::Attr(field.to_string())],
         };
-        self.resolve_invoke_known(module, &path)
+        let mut out = self.resolve_invoke_known(module, &path);
+        if let Some((PathStep::Call(method), receiver)) = computed.steps.split_last() {
+            let receiver = TypePath {
+                root: computed.root.clone(),
+                steps: receiver.to_vec(),
+            };
+            for node in self.resolve_method(module, &receiver, method) {
+                for function in self.functions_returned(node) {
+                    if !out.contains(&function) {
+                        out.push(function);
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// The modules a value holds, called: the `forward` of each project class its type names

@@ -9,6 +9,7 @@
 
 mod args;
 mod constants;
+mod custom_ops;
 mod derived;
 mod guesses;
 mod held;

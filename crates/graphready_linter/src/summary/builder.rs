@@ -16,6 +16,7 @@ mod bindings;
 mod branches;
 mod calls;
 mod classes;
+mod custom_ops;
 mod lookups;
 mod returns;
 mod types;
@@ -55,6 +56,10 @@ const EXTERNAL_ROOTS: &[&str] = &[
 ];
 
 fn is_external(qualified: &str) -> bool {
+    // A custom operator may be the project's own (see `custom_ops`).
+    if qualified.starts_with("torch.ops.") {
+        return false;
+    }
     let root = qualified.split('.').next().unwrap_or(qualified);
     EXTERNAL_ROOTS.contains(&root)
 }
@@ -188,6 +193,7 @@ impl<'a> SummaryBuilder<'a> {
                 collect_imports(stmt, &mut self.summary.imports, model);
             }
         }
+        self.record_custom_ops(module, model);
         (self.summary, self.lines)
     }
 

@@ -352,6 +352,9 @@ pub struct ModuleSummary {
     /// Module globals that hold the project's functions, by name: assigned at module level or
     /// under a `global` declaration (`_unpad_fn = _lazy_imports(...)`).
     pub global_functions: FxHashMap<String, Vec<CallTarget>>,
+    /// Custom operators the module registers: operator name and function (see
+    /// `builder::custom_ops`).
+    pub custom_ops: Vec<(String, Ref)>,
 }
 
 /// An import under which a table keyed by qualified name must also answer (a re-export):
