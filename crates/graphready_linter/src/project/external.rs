@@ -12,6 +12,8 @@ pub(super) struct ExternalFacts {
     pub(super) returns: ExternalReturns,
     /// Functions whose every return is an uninitialised buffer, by qualified name.
     pub(super) uninitialized: rustc_hash::FxHashSet<String>,
+    /// Functions that keep host data on the host, by qualified name.
+    pub(super) host_preserving: rustc_hash::FxHashSet<String>,
     /// The positions of the tuples functions return, where one says where a tensor lives.
     pub(super) tuple_returns: crate::ExternalTupleReturns,
     /// Input fields the project's processors keep on the host (phase 1 found them).
@@ -35,6 +37,7 @@ impl ExternalFacts {
 pub(super) fn external_returns(summaries: &[ModuleSummary]) -> ExternalFacts {
     let mut table = ExternalReturns::default();
     let mut uninitialized = rustc_hash::FxHashSet::default();
+    let mut host_preserving = rustc_hash::FxHashSet::default();
     let mut tuples = crate::ExternalTupleReturns::default();
     for summary in summaries {
         let Some(module) = &summary.module else {
@@ -51,6 +54,9 @@ pub(super) fn external_returns(summaries: &[ModuleSummary]) -> ExternalFacts {
             if module_level && function.returns_uninitialized {
                 uninitialized.insert(format!("{module}.{}", function.qualname));
             }
+            if module_level && known && function.host_preserving {
+                host_preserving.insert(format!("{module}.{}", function.qualname));
+            }
             if let (true, Some(elements)) = (module_level, &function.tuple_returns) {
                 tuples.insert(format!("{module}.{}", function.qualname), elements.clone());
             }
@@ -58,6 +64,7 @@ pub(super) fn external_returns(summaries: &[ModuleSummary]) -> ExternalFacts {
     }
     let mut aliases = Vec::new();
     let mut uninitialized_aliases = Vec::new();
+    let mut preserving_aliases = Vec::new();
     let mut tuple_aliases = Vec::new();
     for import in crate::summary::import_aliases(summaries) {
         if let Some(ty) = table.get(import.qualified) {
@@ -66,16 +73,21 @@ pub(super) fn external_returns(summaries: &[ModuleSummary]) -> ExternalFacts {
         if uninitialized.contains(import.qualified) {
             uninitialized_aliases.push(import.alias());
         }
+        if host_preserving.contains(import.qualified) {
+            preserving_aliases.push(import.alias());
+        }
         if let Some(elements) = tuples.get(import.qualified) {
             tuple_aliases.push((import.alias(), elements.clone()));
         }
     }
     table.extend(aliases);
     uninitialized.extend(uninitialized_aliases);
+    host_preserving.extend(preserving_aliases);
     tuples.extend(tuple_aliases);
     ExternalFacts {
         returns: table,
         uninitialized,
+        host_preserving,
         tuple_returns: tuples,
         host_fields: rustc_hash::FxHashSet::default(),
         off_flags: rustc_hash::FxHashSet::default(),

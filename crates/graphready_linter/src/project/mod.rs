@@ -505,6 +505,7 @@ fn phase3(
                 uninitialized_buffers: Some(&external.uninitialized),
                 own_returns: Some(&own_returns),
                 own_host_preserving: Some(&own_host_preserving),
+                host_preserving: Some(&external.host_preserving),
                 module_classes: Some(module_classes),
                 property_reads: Some(&property_reads),
                 host_fields: non_empty(&external.host_fields),

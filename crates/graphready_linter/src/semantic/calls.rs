@@ -47,7 +47,16 @@ impl SemanticModel<'_> {
                 .returns
                 .and_then(|known| known.get(&*qualified))
             {
-                return *ty;
+                let preserving = self
+                    .types
+                    .facts
+                    .host_preserving
+                    .is_some_and(|known| known.contains(&*qualified));
+                return if preserving && *ty == Ty::Tensor && self.host_args(call) {
+                    Ty::CpuTensor
+                } else {
+                    *ty
+                };
             }
             if self
                 .types

@@ -24,6 +24,9 @@ pub struct ProjectFacts<'a> {
     /// This module's own functions that keep host data on the host, from phase 1 (see
     /// `super::host_functions`), for a phase-3 check that skips them.
     pub own_host_preserving: Option<&'a rustc_hash::FxHashSet<String>>,
+    /// Other modules' functions that keep host data on the host, by qualified name: given host
+    /// tensors, they return host tensors.
+    pub host_preserving: Option<&'a rustc_hash::FxHashSet<String>>,
     /// The project's `nn.Module` subclasses by qualified name: constructing one makes a module,
     /// whose calls return tensors.
     pub module_classes: Option<&'a rustc_hash::FxHashSet<String>>,

@@ -1,10 +1,12 @@
 //! Helpers that keep host data on the host: a function of this module whose body only runs
 //! PyTorch and NumPy operations, methods of the values it holds, builtins and other such
 //! helpers, and never moves or makes data on a device (`.cuda()`, `.to(device)`,
-//! `torch.zeros(..., device=device)`, a module's forward), returns host data when it is given
-//! host tensors and no device tensor: `pool_columns(clip_cpu, 4)` after `clip_cpu =
-//! clip.cpu()` is a host tensor. Anything else it calls (another module's function, an object
-//! of unknown type) may move the data, and the helper is not one.
+//! `torch.zeros(..., device=device)`, a module's forward; `device=seq_lens.device`, an input's,
+//! keeps the data with the input), returns host data when it is given host tensors and no
+//! device tensor: `pool_columns(clip_cpu, 4)` after `clip_cpu = clip.cpu()` is a host tensor,
+//! in this module and, through the project's facts, in any other. Anything else it calls
+//! (another module's function, an object of unknown type) may move the data, and the helper is
+//! not one.
 
 use super::model::SemanticModel;
 use super::syntax::keyword;
@@ -61,7 +63,8 @@ impl SemanticModel<'_> {
             // `torch.cuda.*` serves the device; a factory told a device makes data there.
             return HOST_LIBRARIES.contains(&root)
                 && !qualified.starts_with("torch.cuda")
-                && keyword(call, "device").is_none_or(|device| self.is_host_device(device));
+                && keyword(call, "device")
+                    .is_none_or(|device| self.is_host_device(device) || self.input_device(device));
         }
         match &*call.func {
             Expr::Name(name) => {
@@ -73,6 +76,9 @@ impl SemanticModel<'_> {
                 match method {
                     "cuda" => return false,
                     "to" => return !self.moves_to_device(call),
+                    // A tensor's metadata, whatever holds it (`assert dcp_rank.numel() == 1`).
+                    "numel" | "dim" | "size" | "stride" | "nelement" | "ndimension"
+                    | "element_size" | "is_contiguous" | "get_device" => return true,
                     _ => {}
                 }
                 if let Some(class) = self.instance_class(&attribute.value) {
@@ -86,6 +92,14 @@ impl SemanticModel<'_> {
             }
             _ => false,
         }
+    }
+
+    /// Whether a device is a parameter's (`device=seq_lens.device`): data made there stays
+    /// where the helper's input is.
+    fn input_device(&self, device: &Expr) -> bool {
+        matches!(device, Expr::Attribute(attribute)
+            if attribute.attr.as_str() == "device"
+                && matches!(&*attribute.value, Expr::Name(name) if self.is_parameter(name.id.as_str())))
     }
 
     /// Whether `x.to(...)` may move `x` to a device: a target that is not the host, a dtype or a
@@ -109,9 +123,16 @@ impl SemanticModel<'_> {
     /// data when the function keeps host data on the host and the call gives it host tensors
     /// and no device tensor.
     pub(super) fn host_in_host_out(&self, qualname: &str, call: &ast::ExprCall, ty: Ty) -> Ty {
-        if ty != Ty::Tensor || !self.types.host_preserving.contains(qualname) {
-            return ty;
+        if ty == Ty::Tensor && self.types.host_preserving.contains(qualname) && self.host_args(call)
+        {
+            Ty::CpuTensor
+        } else {
+            ty
         }
+    }
+
+    /// Whether a call gives host tensors and no device tensor (nor a value of unknown place).
+    pub(super) fn host_args(&self, call: &ast::ExprCall) -> bool {
         let args = call
             .arguments
             .args
@@ -120,15 +141,11 @@ impl SemanticModel<'_> {
         let mut host = false;
         for arg in args {
             match self.ty(arg) {
-                Ty::Tensor | Ty::TensorSeq | Ty::Unknown if !is_literal(arg) => return ty,
+                Ty::Tensor | Ty::TensorSeq | Ty::Unknown if !is_literal(arg) => return false,
                 arg_ty => host |= arg_ty.is_host_tensor(),
             }
         }
-        if host {
-            Ty::CpuTensor
-        } else {
-            ty
-        }
+        host
     }
 }
 
