@@ -221,7 +221,7 @@ pub fn name_tests<'e>(test: &'e Expr, negated: bool, out: &mut Vec<(&'e str, Par
 
 #[cfg(test)]
 mod tests {
-    use super::{name_tests, Const, ParamTest};
+    use super::{name_tests, Const};
 
     fn constant(source: &str) -> Option<Const> {
         Const::of(ruff_python_parser::parse_expression(source).ok()?.expr())
