@@ -278,7 +278,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // The decode loop `generate` reaches through its table of method names runs until the
             // sequences finish: its body runs every step, `generate`'s own check once per call.
             // A field some processor keeps on the host and another does not: it may be on the
-            // device. `image_grid_thw` (line 10), which `vision.py` keeps on the host, is not
+            // device. `image_grid_thw` (line 11), which `vision.py` keeps on the host, is not
             // reported, though the processor is in another module.
             // A state's hook returns the sampler the runner then samples with: a tuple
             // unpacked into two fields, from a method annotated `tuple[Any, Any] | None` whose
@@ -314,9 +314,10 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "DraftSlots.fill_slots"
                 ],
             ),
+            // Line 19 reads the kept grid through a tuple splatted into its method: not reported.
             finding(
                 "engine/encoder.py",
-                12,
+                13,
                 "GR102",
                 "capture",
                 &["VisionEncoder.forward"],
@@ -324,7 +325,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // Images come with a prompt: the branch on `pixel_values` is prefill work.
             finding(
                 "engine/encoder.py",
-                21,
+                27,
                 "GR102",
                 "stall",
                 &["CaptionModel.forward"],

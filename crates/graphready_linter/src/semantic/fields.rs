@@ -1,6 +1,7 @@
 //! Fields an engine declares host-resident. vLLM's multimodal processors say which of a
 //! model's inputs stay in host memory when batched (`image_grid_thw=
-//! MultiModalFieldConfig.batched("image", keep_on_cpu=True)`): the model's code reads them as
+//! MultiModalFieldConfig.batched("image", keep_on_cpu=True)`, also `fields[key] = ...` in a
+//! loop over literal names): the model's code reads them as
 //! host tensors (`grid_thw = kwargs.pop("image_grid_thw")`, `image_input["image_grid_thw"]`,
 //! `image_input.image_grid_thw`), though the input schemas annotate them `torch.Tensor`.
 //!
@@ -74,6 +75,10 @@ fn configuration(value: &Expr) -> Option<(Option<&str>, bool)> {
 
 impl<'a> Visitor<'a> for Collector<'a> {
     fn visit_stmt(&mut self, stmt: &'a ast::Stmt) {
+        // `for key in ("frame_counts", "audio_counts"): fields[key] = ...`: each name.
+        if let ast::Stmt::For(for_stmt) = stmt {
+            self.loop_declarations(for_stmt);
+        }
         // `fields["seg_lens"] = MultiModalFieldConfig.batched("video", keep_on_cpu=True)`.
         if let ast::Stmt::Assign(assign) = stmt {
             if let Some((class, kept)) = configuration(&assign.value) {
@@ -112,6 +117,44 @@ impl<'a> Visitor<'a> for Collector<'a> {
             _ => {}
         }
         visitor::walk_expr(self, expr);
+    }
+}
+
+impl<'a> Collector<'a> {
+    /// The fields a loop over literal names declares, each configured by the loop's body
+    /// (`fields[key] = MultiModalFieldConfig.batched("video", keep_on_cpu=True)`).
+    fn loop_declarations(&mut self, for_stmt: &'a ast::StmtFor) {
+        let (
+            Expr::Name(variable),
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }),
+        ) = (&*for_stmt.target, &*for_stmt.iter)
+        else {
+            return;
+        };
+        let names: Vec<&'a str> = elts
+            .iter()
+            .filter_map(|elt| match elt {
+                Expr::StringLiteral(name) => Some(name.value.to_str()),
+                _ => None,
+            })
+            .collect();
+        for stmt in &for_stmt.body {
+            let ast::Stmt::Assign(assign) = stmt else {
+                continue;
+            };
+            let Some((class, kept)) = configuration(&assign.value) else {
+                continue;
+            };
+            let keyed = assign.targets.iter().any(|target| {
+                matches!(target, Expr::Subscript(subscript)
+                    if matches!(&*subscript.slice, Expr::Name(key) if key.id == variable.id))
+            });
+            if keyed {
+                for name in &names {
+                    self.declared.push((name, class, kept));
+                }
+            }
+        }
     }
 }
 

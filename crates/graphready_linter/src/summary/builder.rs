@@ -101,6 +101,8 @@ pub(crate) struct SummaryBuilder<'a> {
     /// eager_attention_forward)`, `functools.partial(helper, x)`). Every binding adds: a later
     /// call may run any of them.
     function_aliases: Vec<FxHashMap<&'a str, Vec<CallTarget>>>,
+    /// Locals bound to a tuple literal, with its elements' types (splatted: `f(*inputs)`).
+    tuple_locals: Vec<FxHashMap<&'a str, Vec<Ty>>>,
     /// Names declared `global` in each function being visited.
     globals: Vec<FxHashSet<&'a str>>,
     /// Module-level dicts whose values are strings (`MODES = {Mode.SAMPLE: "_sample"}`).
@@ -146,6 +148,7 @@ impl<'a> SummaryBuilder<'a> {
             while_depths: Vec::new(),
             method_aliases: Vec::new(),
             function_aliases: Vec::new(),
+            tuple_locals: Vec::new(),
             globals: Vec::new(),
             string_tables: FxHashMap::default(),
             local_defs: Vec::new(),
@@ -376,6 +379,7 @@ impl<'a> SummaryBuilder<'a> {
         self.param_conditions.push(Vec::new());
         self.method_aliases.push(FxHashMap::default());
         self.function_aliases.push(FxHashMap::default());
+        self.tuple_locals.push(FxHashMap::default());
         self.globals.push(FxHashSet::default());
         self.local_defs.push(FxHashMap::default());
         self.saved_method_self.push(self.method_self.clone());

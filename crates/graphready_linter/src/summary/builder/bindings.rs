@@ -37,6 +37,17 @@ impl<'a> SummaryBuilder<'a> {
         };
         let held = self.held_targets(model, value);
         self.bind_held(name.id.as_str(), held);
+        if let Some(scope) = self.tuple_locals.last_mut() {
+            match value {
+                Expr::Tuple(tuple) if tuple.elts.iter().all(|elt| !elt.is_starred_expr()) => {
+                    let types = tuple.elts.iter().map(|elt| model.ty(elt)).collect();
+                    scope.insert(name.id.as_str(), types);
+                }
+                _ => {
+                    scope.remove(name.id.as_str());
+                }
+            }
+        }
         let aliases = self.self_methods_named(value);
         if let Some(scope) = self.method_aliases.last_mut() {
             match aliases {

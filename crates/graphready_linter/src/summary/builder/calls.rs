@@ -249,7 +249,17 @@ impl SummaryBuilder<'_> {
             .last()
             .map(|conditions| conditions.iter().cloned().collect())
             .unwrap_or_default();
-        let args = ArgTypes::of(model, call);
+        let splatted = match call.arguments.args.iter().find(|arg| arg.is_starred_expr()) {
+            Some(Expr::Starred(starred)) => match &*starred.value {
+                Expr::Name(name) => self
+                    .tuple_locals
+                    .last()
+                    .and_then(|scope| scope.get(name.id.as_str())),
+                _ => None,
+            },
+            _ => None,
+        };
+        let args = ArgTypes::of(model, call, splatted.map(Vec::as_slice));
         let constants = (!requires.is_empty() || !args.consts.is_empty()).then(|| {
             Box::new(SiteConstants {
                 args: args.consts.clone().into_boxed_slice(),
@@ -414,7 +424,8 @@ struct ArgTypes {
 }
 
 impl ArgTypes {
-    fn of(model: &SemanticModel, call: &ast::ExprCall) -> Self {
+    /// `splatted`: the types of the tuple local a `*name` argument spreads, when known.
+    fn of(model: &SemanticModel, call: &ast::ExprCall, splatted: Option<&[Ty]>) -> Self {
         let mut args = ArgTypes {
             tensor: Vec::new(),
             other: Vec::new(),
@@ -446,13 +457,24 @@ impl ArgTypes {
             }
         };
         let mut positional = false;
-        for (i, argument) in call.arguments.args.iter().enumerate() {
-            // Positions after a `*args` splat are not known.
+        let mut spread = Vec::new();
+        let mut i = 0;
+        for argument in &call.arguments.args {
             if matches!(argument, Expr::Starred(_)) {
-                positional = true;
-                break;
+                // A tuple local spread (`f(*inputs)` with `inputs = (a, b)`): its elements'
+                // places; the positions after another splat are not known.
+                let (Some(types), false) = (splatted, positional) else {
+                    positional = true;
+                    break;
+                };
+                for &ty in types {
+                    spread.push((ArgKey::Position(i), ty));
+                    i += 1;
+                }
+                continue;
             }
             record(ArgKey::Position(i), argument);
+            i += 1;
         }
         let (mut own_kwargs, mut mapping) = (false, false);
         for keyword in &call.arguments.keywords {
@@ -464,6 +486,13 @@ impl ArgTypes {
                     }
                     _ => mapping = true,
                 },
+            }
+        }
+        for (key, ty) in spread {
+            match ty {
+                Ty::Tensor => args.tensor.push(key),
+                ty if ty.is_host() => args.other.push((key, ty)),
+                _ => args.other.push((key, Ty::Unknown)),
             }
         }
         args.splat = match (positional, own_kwargs, mapping) {

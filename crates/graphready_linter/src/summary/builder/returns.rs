@@ -101,6 +101,7 @@ impl SummaryBuilder<'_> {
         self.param_conditions.pop();
         self.method_aliases.pop();
         self.function_aliases.pop();
+        self.tuple_locals.pop();
         self.globals.pop();
         // A position only ever `None` holds a host value.
         let tuple: Option<Vec<Ty>> = self

@@ -1,4 +1,5 @@
-"""An encoder that reads the fields `vision.py`'s processors declare."""
+"""An encoder that reads the fields `vision.py`'s processors declare, also through a tuple of
+them splatted into the method that reads them."""
 
 import torch
 from torch import nn
@@ -10,7 +11,12 @@ class VisionEncoder(nn.Module):
         sizes = grid.tolist()
         mask = kwargs.pop("feature_mask")
         kept = mask.tolist()
-        return pixel_values, sizes, kept
+        inputs = (pixel_values, kwargs.get("image_grid_thw"))
+        return pixel_values, sizes, kept, self.grid_rows(*inputs)
+
+    def grid_rows(self, pixel_values: torch.Tensor, grid_thw: torch.Tensor) -> list:
+        # Given the kept grid: a host read.
+        return grid_thw.tolist()
 
 
 class CaptionModel(nn.Module):
