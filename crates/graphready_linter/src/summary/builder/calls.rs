@@ -424,6 +424,16 @@ struct ArgTypes {
 }
 
 impl ArgTypes {
+    /// Files an argument by what the caller knows of it: a device tensor, a host value (host
+    /// tensors included: `schedule = torch.linspace(...)` passed on), or unknown.
+    fn place(&mut self, key: ArgKey, ty: Ty) {
+        match ty {
+            Ty::Tensor => self.tensor.push(key),
+            ty if ty.is_host() => self.other.push((key, ty)),
+            _ => self.other.push((key, Ty::Unknown)),
+        }
+    }
+
     /// `splatted`: the types of the tuple local a `*name` argument spreads, when known.
     fn of(model: &SemanticModel, call: &ast::ExprCall, splatted: Option<&[Ty]>) -> Self {
         let mut args = ArgTypes {
@@ -433,6 +443,8 @@ impl ArgTypes {
             params: Vec::new(),
             consts: Vec::new(),
         };
+        // Each argument with its type, filed once all are read (the closure holds `args`).
+        let mut placed = Vec::new();
         let mut record = |key: ArgKey, value: &Expr| {
             if let Some(value) = Const::of(value) {
                 args.consts.push((key.clone(), value));
@@ -449,12 +461,7 @@ impl ArgTypes {
                     args.params.push((key.clone(), name.id.as_str().into()));
                 }
             }
-            match ty {
-                Ty::Tensor => args.tensor.push(key),
-                // Host values, host tensors included (`schedule = torch.linspace(...)` passed on).
-                ty if ty.is_host() => args.other.push((key, ty)),
-                _ => args.other.push((key, Ty::Unknown)),
-            }
+            placed.push((key, ty));
         };
         let mut positional = false;
         let mut spread = Vec::new();
@@ -488,12 +495,8 @@ impl ArgTypes {
                 },
             }
         }
-        for (key, ty) in spread {
-            match ty {
-                Ty::Tensor => args.tensor.push(key),
-                ty if ty.is_host() => args.other.push((key, ty)),
-                _ => args.other.push((key, Ty::Unknown)),
-            }
+        for (key, ty) in placed.into_iter().chain(spread) {
+            args.place(key, ty);
         }
         args.splat = match (positional, own_kwargs, mapping) {
             (_, _, true) | (true, true, _) => Splat::Mapping,
