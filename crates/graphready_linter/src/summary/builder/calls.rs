@@ -435,7 +435,7 @@ impl ArgTypes {
     }
 
     /// `splatted`: the types of the tuple local a `*name` argument spreads, when known.
-    fn of(model: &SemanticModel, call: &ast::ExprCall, splatted: Option<&[Ty]>) -> Self {
+    fn of(model: &SemanticModel, call: &ast::ExprCall, mut splatted: Option<&[Ty]>) -> Self {
         let mut args = ArgTypes {
             tensor: Vec::new(),
             other: Vec::new(),
@@ -470,7 +470,7 @@ impl ArgTypes {
             if matches!(argument, Expr::Starred(_)) {
                 // A tuple local spread (`f(*inputs)` with `inputs = (a, b)`): its elements'
                 // places; the positions after another splat are not known.
-                let (Some(types), false) = (splatted, positional) else {
+                let Some(types) = splatted.take() else {
                     positional = true;
                     break;
                 };

@@ -12,11 +12,18 @@ class VisionEncoder(nn.Module):
         mask = kwargs.pop("feature_mask")
         kept = mask.tolist()
         inputs = (pixel_values, kwargs.get("image_grid_thw"))
-        return pixel_values, sizes, kept, self.grid_rows(*inputs)
+        more = kwargs.get("more_rows")
+        return pixel_values, sizes, kept, self.grid_rows(*inputs), self.pair_rows(*inputs, *more)
 
     def grid_rows(self, pixel_values: torch.Tensor, grid_thw: torch.Tensor) -> list:
         # Given the kept grid: a host read.
         return grid_thw.tolist()
+
+    def pair_rows(self, pixel_values, grid_thw, flip: bool, second):
+        # `flip` is whatever the second splat holds, not the tuple's first element again.
+        if flip:
+            return grid_thw
+        return pixel_values
 
 
 class CaptionModel(nn.Module):
