@@ -407,6 +407,19 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "SharedExperts.shared_impl",
                 ],
             ),
+            // A private method one class of the project defines, called on a module a lookup
+            // returns: the call runs it, inside the graph.
+            finding(
+                "engine/ops.py",
+                81,
+                "GR201",
+                "capture",
+                &[
+                    "PlannedExperts.forward",
+                    "_planned_experts",
+                    "RowPlanner._plan_rows",
+                ],
+            ),
             // Penalizers built by a dict comprehension from the classes given, read through
             // `.values()`: each one's `apply` runs every step.
             finding(
@@ -605,6 +618,10 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             // An eager break of a breakable graph (`@eager_on_graph`).
             ("engine/breakable.py", 20),
             ("engine/generation.py", 15),
+            // A public method the project defines once, called on a module a lookup returns:
+            // some library object's method of that name may be what runs, so the graph search
+            // does not follow the guess.
+            ("engine/ops.py", 86),
             // Called only under a guard its body makes false (a buffer put back in float32).
             // An override the call's arguments do not fit (`apply(self, x, None)` cannot run
             // the experts' `apply`, which needs the routing too).

@@ -3,7 +3,8 @@
 //! the receiver is some `nn.Module`). The host path follows them: a runner holds whichever model
 //! was loaded and runs its methods. The captured search does not: inside a model's forward the
 //! receiver is one particular submodule (a language model a registry builds), and a guess by
-//! name would call every other model's method captured.
+//! name would call every other model's method captured. A private method one class defines is
+//! no guess: nothing else can be what the call runs.
 
 use super::index::{Definition, NodeId, ProjectIndex, MAX_DEPTH};
 use crate::summary::CallTarget;
@@ -13,9 +14,9 @@ impl ProjectIndex<'_> {
     /// Whether a call site's targets are a guess by name.
     fn guessed(&self, module: usize, target: &CallTarget) -> bool {
         match target {
-            CallTarget::Method { receiver, .. } => {
+            CallTarget::Method { receiver, method } => {
                 let value = self.eval_path(module, receiver);
-                !value.elements && value.classes.is_empty()
+                !value.elements && value.classes.is_empty() && !self.sole_private(method)
             }
             // `x = make(...)` then `x.method()`: an instance of what the factory returns.
             CallTarget::InstanceMethod { class, .. } => matches!(
@@ -25,6 +26,15 @@ impl ProjectIndex<'_> {
             ),
             _ => false,
         }
+    }
+
+    /// Whether `method` is a private name (`_forward_impl`, not a dunder) that one class of the
+    /// project defines: no other class, and no library's object (whose private methods its
+    /// callers do not call), can be what a call of it on an unknown receiver runs, so the call
+    /// is no guess (`get_layer_from_name(name).runner._forward_impl(...)` inside a custom
+    /// operator).
+    fn sole_private(&self, method: &str) -> bool {
+        method.starts_with('_') && !method.starts_with("__") && self.definers_of(method).len() == 1
     }
 
     /// The functions a function's calls run for certain: [`ProjectIndex::callees`] less those

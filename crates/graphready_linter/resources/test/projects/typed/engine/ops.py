@@ -68,3 +68,37 @@ class SharedExperts(RoutedExperts):
         # Captured through the operator the field holds.
         return torch.unique(x)
 
+
+
+def get_module(name: str) -> nn.Module:
+    return _LAYERS[name]
+
+
+class RowPlanner:
+    def _plan_rows(self, x: torch.Tensor) -> torch.Tensor:
+        # Captured through the operator: the one class in the project that defines this private
+        # method is what the looked-up module's planner can be.
+        return torch.nonzero(x)
+
+    def rows(self, x: torch.Tensor) -> torch.Tensor:
+        # A public name the project defines once may still be some library object's method:
+        # not followed into the graph.
+        return torch.unique(x)
+
+
+def _planned_experts(x: torch.Tensor, layer_name: str) -> torch.Tensor:
+    layer = get_module(layer_name)
+    layer.planner.rows(x)
+    return layer.planner._plan_rows(x)
+
+
+direct_register_custom_op(op_name="planned_experts", op_func=_planned_experts)
+
+
+class PlannedExperts(RoutedExperts):
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.planner = RowPlanner()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.engine.planned_experts(x, self.layer_name)
