@@ -9,7 +9,7 @@
 
 use super::index::{NodeId, ProjectIndex};
 use crate::semantic::Ty;
-use crate::summary::{ArgKey, CallSite, CallTarget, FunctionSummary, Param};
+use crate::summary::{ArgKey, CallSite, CallTarget, Const, FunctionSummary, Param};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The parameters, by function, whose type the reached call sites (and a callable entry's known
@@ -252,7 +252,7 @@ fn pass<'f>(host: &mut FxHashMap<ParamKey<'f>, Option<Ty>>, key: ParamKey<'f>, t
 
 /// What one reached site passes to the callee's parameters: a host value (a host tensor
 /// included) keeps a parameter host, anything else (a device tensor, an unknown value, a splat)
-/// rules it out. The caller's own parameters passed on go to `pending`, with the parameter they
+/// rules it out; a `None` does neither. The caller's own parameters passed on go to `pending`, with the parameter they
 /// land in.
 fn record_host<'f>(
     function: &'f FunctionSummary,
@@ -282,7 +282,19 @@ fn record_host<'f>(
             None => pass(host, key, None),
         }
     }
+    // A `None` passed says nothing of the parameter's memory: the code that reads it as a
+    // tensor cannot run with it, so what the other sites pass decides.
+    let none = |arg: &ArgKey| {
+        site.constants.as_ref().is_some_and(|c| {
+            c.args
+                .iter()
+                .any(|(key, value)| key == arg && *value == Const::None)
+        })
+    };
     for (arg, ty) in site.other_args.iter().filter(|(_, ty)| *ty != Ty::Unknown) {
+        if none(arg) {
+            continue;
+        }
         if let Some(param) = param_of(function, bound, arg) {
             pass(host, (callee, param.name.as_str()), Some(*ty));
         }

@@ -89,6 +89,14 @@ impl Ty {
             (a, b) if a == b => a,
             (a, b) if a.is_host_tensor() && b.is_host_tensor() => Ty::CpuTensor,
             (a, b) if a.is_host_value() && b.is_host_value() => Ty::Host,
+            // A host tensor here, a list there (`grid_thw: Tensor | list[list[int]]`): host
+            // memory either way, a tensor where the code uses it as one.
+            (a, b)
+                if a.is_host_tensor() && b.is_host_value()
+                    || a.is_host_value() && b.is_host_tensor() =>
+            {
+                Ty::CpuTensor
+            }
             _ => Ty::Unknown,
         }
     }

@@ -34,3 +34,25 @@ class CaptionModel(nn.Module):
             counts = image_sizes.tolist()
             input_ids = input_ids[: sum(counts)]
         return input_ids
+
+
+class GridTower(nn.Module):
+    def forward(self, x: torch.Tensor, grid_thw: torch.Tensor | list[list[int]], metadata=None):
+        if metadata is None:
+            # The kept grid, a list of rows, or `None` from a caller that passes the metadata
+            # instead: a host read whichever it is (a `None` cannot reach a tensor method).
+            sizes = grid_thw.tolist()
+            metadata = {"sizes": sizes}
+        return x
+
+
+class GridModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tower = GridTower()
+
+    def forward(self, x: torch.Tensor, metadata: dict, **kwargs):
+        grid = kwargs.pop("image_grid_thw")
+        self.tower(x, grid_thw=grid)
+        self.tower(x, [[1, 2, 2]])
+        return self.tower(x, None, metadata=metadata)
