@@ -128,6 +128,7 @@ impl<'a> Checker<'a> {
     #[must_use]
     pub fn other_platform(mut self, other: bool) -> Self {
         self.safe_depth = u32::from(other);
+        self.summary.other_platform(other);
         self
     }
 

@@ -458,7 +458,9 @@ impl ProjectIndex<'_> {
 
     fn dispatch_depth(&self, class: ClassId, method: &str, out: &mut Vec<NodeId>, depth: u8) {
         if let Some(node) = self.method_in_class(class, method) {
-            out.push(node);
+            if self.inherited_by_an_instance(class, method, node) {
+                out.push(node);
+            }
         }
         // Bound methods held by the attribute, with their overrides (see `instance_method`).
         if depth > 0 {
@@ -480,6 +482,22 @@ impl ProjectIndex<'_> {
                 });
             }
         }
+    }
+
+    /// Whether the method `node` that `class` has or inherits runs on some instance: the class
+    /// can have instances on a CUDA engine, or a subclass that can inherits the method (an
+    /// abstract base's method every CUDA subclass overrides runs only through `super()`). A
+    /// class without subclasses keeps its method: nothing else would run.
+    fn inherited_by_an_instance(&self, class: ClassId, method: &str, node: NodeId) -> bool {
+        if !self.class_summary(class).no_instance {
+            return true;
+        }
+        let subclasses = self.subclasses_of(class);
+        subclasses.is_empty()
+            || subclasses.iter().any(|&sub| {
+                !self.class_summary(sub).no_instance
+                    && self.method_in_class(sub, method) == Some(node)
+            })
     }
 
     /// Every project module class that defines `method` itself (a call on a module of unknown

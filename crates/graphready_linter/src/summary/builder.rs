@@ -123,6 +123,8 @@ pub(crate) struct SummaryBuilder<'a> {
     /// Only what the walk itself needs (each function's return type, for its callers in the
     /// module): a second check of a file, whose summary nobody reads, builds no more.
     returns_only: bool,
+    /// The module serves a device without CUDA graphs (see `ClassSummary::no_instance`).
+    other_platform: bool,
 }
 
 impl<'a> SummaryBuilder<'a> {
@@ -135,6 +137,7 @@ impl<'a> SummaryBuilder<'a> {
                 ..ModuleSummary::default()
             },
             returns_only: false,
+            other_platform: false,
             building: Vec::new(),
             return_types: Vec::new(),
             host_only: Vec::new(),

@@ -263,6 +263,10 @@ pub struct ClassSummary {
     pub methods: Vec<String>,
     /// A class decorator that compiles the model for graph capture (`@support_torch_compile`).
     pub compiled: bool,
+    /// No instance of the class runs on a CUDA engine: it declares abstract methods (it cannot
+    /// be instantiated), or its name or its module says it serves a device without CUDA graphs
+    /// (`PunicaWrapperCPU`). Its methods run there only where a subclass inherits them.
+    pub no_instance: bool,
 }
 
 /// Entry points named at a call: `make_graphed_callables(f, ...)`, `torch.compile(f, mode=...)`.

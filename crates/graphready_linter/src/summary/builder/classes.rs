@@ -8,6 +8,12 @@ use ruff_python_ast::{self as ast, Expr, Stmt};
 use std::borrow::Cow;
 
 impl<'a> SummaryBuilder<'a> {
+    /// Whether the module serves a device without CUDA graphs: no instance of its classes runs
+    /// on a CUDA engine.
+    pub(crate) fn other_platform(&mut self, other: bool) {
+        self.other_platform = other;
+    }
+
     /// The summary of a class (`name` qualified inside the module): bases, the instances its
     /// attributes hold, its methods.
     pub(crate) fn class(
@@ -44,12 +50,22 @@ impl<'a> SummaryBuilder<'a> {
         let compiled = class.decorator_list.iter().any(|decorator| {
             last_segment(&decorator.expression).is_some_and(|name| name == "support_torch_compile")
         });
+        let abstract_method = |stmt: &Stmt| {
+            matches!(stmt, Stmt::FunctionDef(method) if method.decorator_list.iter().any(|d| {
+                last_segment(&d.expression) == Some("abstractmethod")
+            }))
+        };
+        let other_platform = self.other_platform
+            || crate::util::other_platform_words(
+                crate::util::camel_words(class.name.id.as_str()).into_iter(),
+            );
         let mut summary = ClassSummary {
             name,
             bases,
             typed_bases,
             direct_module,
             compiled,
+            no_instance: other_platform || class.body.iter().any(abstract_method),
             ..ClassSummary::default()
         };
         summary.fields = self.fields(model, class, &summary.name);
