@@ -176,9 +176,10 @@ pub(crate) fn field_declarations(bytes: &[u8]) -> Option<(Vec<String>, Vec<Strin
 /// The environment flags a file declares off by default (see `semantic::env_flags`), when it
 /// keeps a registry of them; read before the project's files are checked.
 pub(crate) fn env_flag_declarations(bytes: &[u8]) -> Option<Vec<String>> {
-    if memchr::memmem::find(bytes, b"EnvBool(").is_none()
-        && memchr::memmem::find(bytes, b"lambda: bool(").is_none()
-    {
+    let find = |needle: &[u8]| memchr::memmem::find(bytes, needle).is_some();
+    // `EnvBool(False)`, a setting without a default (`EnvStr(None)`), or vLLM's readers.
+    let declares = find(b"EnvBool(") || find(b"lambda: bool(") || find(b"Env") && find(b"(None");
+    if !declares {
         return None;
     }
     let source = std::str::from_utf8(bytes).ok()?;

@@ -53,8 +53,12 @@ impl<'a> Checker<'a> {
         let narrowing = self.model.isinstance_narrowing(&if_stmt.test);
         // `if x.is_cpu: ... else: ...`: `x` lives on the host in the body, on the device after.
         let device = self.model.device_narrowing(&if_stmt.test);
-        let branches =
-            !if_stmt.elif_else_clauses.is_empty() || narrowing.is_some() || device.is_some();
+        // A clause off under the defaults binds nothing the code after the statement sees.
+        let body_off = guards::off_by_default(&self.model, self.settings, &if_stmt.test);
+        let branches = !if_stmt.elif_else_clauses.is_empty()
+            || narrowing.is_some()
+            || device.is_some()
+            || body_off;
         if branches {
             self.model.begin_clauses();
             self.model.enter_branch();
@@ -73,13 +77,17 @@ impl<'a> Checker<'a> {
             &if_stmt.body,
         );
         if branches {
-            self.model.leave_branch();
+            self.model.leave_branch(!body_off);
         }
         // Each later clause runs only when every earlier test was false.
         let mut earlier_false_safe =
             guards::safe_when(&self.model, self.settings, &if_stmt.test, true);
         let mut earlier_false_prefill = self.model.prefill_when(&if_stmt.test, true);
         for clause in &if_stmt.elif_else_clauses {
+            let off = clause
+                .test
+                .as_ref()
+                .is_some_and(|test| guards::off_by_default(&self.model, self.settings, test));
             self.model.enter_branch();
             if let Some((name, _, Some(ty))) = device {
                 self.model.narrow(name, ty);
@@ -112,7 +120,7 @@ impl<'a> Checker<'a> {
                 }
             }
             self.safe_depth = saved;
-            self.model.leave_branch();
+            self.model.leave_branch(!off);
         }
         if branches {
             self.model.end_clauses();

@@ -118,6 +118,31 @@ fn is_other_platform(test: &Expr) -> bool {
         })
 }
 
+/// Whether the code under `test` is off under the defaults: a debug switch, an environment
+/// flag declared off by default, a configured debug guard, or a platform without CUDA graphs,
+/// alone or as one term of an `and`. Unlike a capture flag (whose other clause still runs
+/// eagerly), such a clause never runs as shipped: what it binds is not what follows sees.
+pub fn off_by_default(model: &SemanticModel, settings: &Settings, test: &Expr) -> bool {
+    match test {
+        Expr::BoolOp(ast::ExprBoolOp {
+            op: ast::BoolOp::And,
+            values,
+            ..
+        }) => values
+            .iter()
+            .any(|value| off_by_default(model, settings, value)),
+        test => {
+            settings
+                .debug_guards
+                .iter()
+                .any(|guard| guard.matches(test))
+                || is_debug_switch(test)
+                || model.is_off_flag(test)
+                || is_other_platform(test)
+        }
+    }
+}
+
 pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negated: bool) -> bool {
     if !negated
         && settings

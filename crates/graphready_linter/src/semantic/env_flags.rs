@@ -121,6 +121,23 @@ impl SemanticModel<'_> {
                     .and_then(|(class, _)| self.classes.get(class))
                     .is_some_and(|info| info.off_flags.contains(&attribute.attr.as_str()))
             }
+            // `envs.NAME.get() == "value"`: an unset setting (or a flag off) equals no value
+            // that is true.
+            Expr::Compare(compare) => match (&*compare.ops, &*compare.comparators) {
+                ([ast::CmpOp::Eq], [right]) => {
+                    let truthy = |e: &Expr| match e {
+                        Expr::StringLiteral(s) => !s.value.to_str().is_empty(),
+                        Expr::BooleanLiteral(b) => b.value,
+                        Expr::NumberLiteral(n) => {
+                            matches!(&n.value, ast::Number::Int(i) if i.as_u64() != Some(0))
+                        }
+                        _ => false,
+                    };
+                    (truthy(right) && self.is_off_flag(&compare.left))
+                        || (truthy(&compare.left) && self.is_off_flag(right))
+                }
+                _ => false,
+            },
             Expr::Attribute(attribute) => match (&*attribute.value, attribute.attr.as_str()) {
                 (Expr::Attribute(flag), "value") => declared(flag.attr.as_str()),
                 (_, name) => declared(name),

@@ -7,6 +7,7 @@ mod bindings;
 mod cache;
 mod calls;
 mod classes;
+mod clauses;
 mod env_flags;
 mod facts;
 mod fields;

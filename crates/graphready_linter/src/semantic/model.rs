@@ -69,8 +69,9 @@ pub struct ClassInfo<'a> {
     pub off_flags: Vec<&'a str>,
 }
 
-/// The values bindings replaced, in order: undone to leave a clause of an `if` statement.
-type UndoLog<'a> = Vec<(&'a str, Option<Binding>)>;
+/// The values bindings replaced, in order, and whether the name was bound to the host device
+/// then: undone to leave a clause of an `if` statement.
+pub(super) type UndoLog<'a> = Vec<(&'a str, Option<Binding>, bool)>;
 
 /// The semantic model, updated as the checker walks the module in source order.
 pub struct SemanticModel<'a> {
@@ -79,12 +80,13 @@ pub struct SemanticModel<'a> {
     spare_scopes: Vec<Scope<'a>>,
     /// The clauses of `if` statements being visited, innermost last: the scope depth where each
     /// began, and the values its bindings replaced (to undo before the next clause).
-    branches: Vec<(usize, UndoLog<'a>)>,
+    pub(super) branches: Vec<(usize, UndoLog<'a>)>,
     /// Names an `isinstance` test narrowed in the clause being visited: (how many clauses were
     /// open, the name, its narrowed type).
-    narrowed: Vec<(usize, &'a str, Ty)>,
-    /// Per `if` statement being visited, what its finished clauses bound, in order.
-    clause_results: Vec<Vec<(&'a str, Binding)>>,
+    pub(super) narrowed: Vec<(usize, &'a str, Ty)>,
+    /// Per `if` statement being visited, what its finished clauses bound, in order, and whether
+    /// to the host device.
+    pub(super) clause_results: Vec<Vec<(&'a str, Binding, bool)>>,
     /// Every name any import bound: a name outside this set never roots a qualified name, which
     /// answers most `qualified_name` questions with one lookup.
     import_names: FxHashSet<&'a str>,
@@ -210,9 +212,10 @@ impl<'a> SemanticModel<'a> {
             .last_mut()
             .expect("the module scope is never popped");
         let replaced = scope.bindings.insert(name, Binding::Value(ty));
+        let host_device = scope.host_devices.contains(name);
         if let Some((branch_depth, undo)) = self.branches.last_mut() {
             if *branch_depth == depth {
-                undo.push((name, replaced));
+                undo.push((name, replaced, host_device));
             }
         }
         let scope = self.current();
@@ -233,79 +236,6 @@ impl<'a> SemanticModel<'a> {
         }
         if !scope.off_flags.is_empty() {
             scope.off_flags.remove(name);
-        }
-    }
-
-    /// Narrows a name in the clause being visited (`if isinstance(x, (int, float)):`): bound
-    /// like an assignment there, but not what the name holds after the statement, unless the
-    /// clause binds it again.
-    pub fn narrow(&mut self, name: &'a str, ty: Ty) {
-        self.bind(name, ty);
-        self.narrowed.push((self.branches.len(), name, ty));
-    }
-
-    /// Starts an `if` statement with several clauses (see [`Self::enter_branch`]).
-    pub fn begin_clauses(&mut self) {
-        self.clause_results.push(Vec::new());
-    }
-
-    /// Ends the statement: what the clauses bound holds after it, the later clause's value
-    /// winning (as when the clauses are read in order).
-    pub fn end_clauses(&mut self) {
-        for (name, binding) in self.clause_results.pop().unwrap_or_default() {
-            match binding {
-                Binding::Value(ty) => self.bind(name, ty),
-                import @ Binding::Import(_) => {
-                    self.invalidate();
-                    self.current().bindings.insert(name, import);
-                }
-            }
-        }
-    }
-
-    /// Starts one clause of an `if` statement: what it binds is undone before the next clause,
-    /// which runs only when this one does not.
-    pub fn enter_branch(&mut self) {
-        self.branches.push((self.scopes.len(), Vec::new()));
-    }
-
-    /// Ends a clause: undoes its bindings and keeps their final values for
-    /// [`Self::end_clauses`].
-    pub fn leave_branch(&mut self) {
-        let open = self.branches.len();
-        let Some((depth, undo)) = self.branches.pop() else {
-            return;
-        };
-        self.invalidate();
-        let mut narrowed = Vec::new();
-        while let Some(&(level, name, ty)) = self.narrowed.last() {
-            if level < open {
-                break;
-            }
-            narrowed.push((name, ty));
-            self.narrowed.pop();
-        }
-        let mut made: Vec<(&'a str, Binding)> = Vec::new();
-        let Some(scope) = self.scopes.get_mut(depth.wrapping_sub(1)) else {
-            return;
-        };
-        // Newest first: the first value undone for a name is its final one.
-        for (name, replaced) in undo.into_iter().rev() {
-            let now = match replaced {
-                Some(binding) => scope.bindings.insert(name, binding),
-                None => scope.bindings.remove(name),
-            };
-            if let Some(now) = now {
-                let narrowing = matches!(now, Binding::Value(ty)
-                    if narrowed.iter().any(|&(n, narrowed)| n == name && narrowed == ty));
-                if !narrowing && !made.iter().any(|(n, _)| *n == name) {
-                    made.push((name, now));
-                }
-            }
-        }
-        made.reverse();
-        if let Some(results) = self.clause_results.last_mut() {
-            results.extend(made);
         }
     }
 
