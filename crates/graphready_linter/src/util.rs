@@ -91,6 +91,26 @@ pub(crate) fn camel_words(name: &str) -> Vec<&str> {
     words
 }
 
+/// A platform test for a device other than a CUDA (or ROCm) GPU: `current_platform.is_xpu()`,
+/// `is_npu()`, a module flag `_is_cpu`, `platform.is_tpu`. Code under it never runs where CUDA
+/// graphs are captured (a CPU tensor's `x.is_cpu` says the same of the data).
+pub(crate) fn is_other_platform(test: &Expr) -> bool {
+    let callee = match test {
+        Expr::Call(call) if call.arguments.is_empty() => &*call.func,
+        other => other,
+    };
+    let name = match callee {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.as_str(),
+        _ => return false,
+    };
+    name.trim_start_matches('_')
+        .strip_prefix("is_")
+        .is_some_and(|device| {
+            matches!(device, "cpu" | "neuron") || NO_CUDA_GRAPH_DEVICES.contains(&device)
+        })
+}
+
 #[cfg(test)]
 mod platform_tests {
     use super::{camel_words, other_platform_words};

@@ -98,26 +98,6 @@ pub fn is_logger(model: &SemanticModel, receiver: &Expr) -> bool {
     lower == "log" || lower.ends_with("logger") || lower == "_log"
 }
 
-/// A platform test for a device other than a CUDA (or ROCm) GPU: `current_platform.is_xpu()`,
-/// `is_npu()`, a module flag `_is_cpu`, `platform.is_tpu`. Code under it never runs where CUDA
-/// graphs are captured (a CPU tensor's `x.is_cpu` says the same of the data).
-fn is_other_platform(test: &Expr) -> bool {
-    let callee = match test {
-        Expr::Call(call) if call.arguments.is_empty() => &*call.func,
-        other => other,
-    };
-    let name = match callee {
-        Expr::Name(name) => name.id.as_str(),
-        Expr::Attribute(attribute) => attribute.attr.as_str(),
-        _ => return false,
-    };
-    name.trim_start_matches('_')
-        .strip_prefix("is_")
-        .is_some_and(|device| {
-            matches!(device, "cpu" | "neuron") || NO_CUDA_GRAPH_DEVICES.contains(&device)
-        })
-}
-
 /// Whether the code under `test` is off under the defaults: a debug switch, an environment
 /// flag declared off by default, a configured debug guard, or a platform without CUDA graphs,
 /// alone or as one term of an `and`. Unlike a capture flag (whose other clause still runs
@@ -138,7 +118,7 @@ pub fn off_by_default(model: &SemanticModel, settings: &Settings, test: &Expr) -
                 .any(|guard| guard.matches(test))
                 || is_debug_switch(test)
                 || model.is_off_flag(test)
-                || is_other_platform(test)
+                || crate::util::is_other_platform(test)
         }
     }
 }
@@ -179,7 +159,7 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
         // off by default: code for those who turn it on, off the serving path as shipped.
         test if !negated && model.is_off_flag(test) => true,
         // `if current_platform.is_xpu():`, `if _is_npu:`: code for a device without CUDA graphs.
-        test if !negated && is_other_platform(test) => true,
+        test if !negated && crate::util::is_other_platform(test) => true,
         Expr::Attribute(attribute) if attribute.attr.id.as_str() == "is_cuda" => negated,
         Expr::Attribute(attribute)
             if attribute.attr.id.as_str() == "training"

@@ -55,6 +55,16 @@ impl<'a> SemanticModel<'a> {
                     self.push_scope(false);
                     self.bind_parameters(&method.parameters);
                     self.bind(self_name, Ty::Unknown);
+                    // `device = "cpu"`, moved elsewhere only on another platform or behind a
+                    // switch off by default: the buffers the method makes there are host memory.
+                    let mut devices = Vec::new();
+                    self.device_literals(&method.body, &mut devices);
+                    for &(name, _) in &devices {
+                        if devices.iter().all(|&(n, host)| n != name || host) {
+                            self.bind(name, Ty::Host);
+                            self.current().host_devices.insert(name);
+                        }
+                    }
                     let mut assignments = Vec::new();
                     collect_self_assignments(&method.body, self_name, &mut assignments);
                     let resets = method.name.id.as_str() != "__init__";
@@ -115,6 +125,40 @@ impl<'a> SemanticModel<'a> {
                 !class.contains('.') && class.starts_with(|c: char| c.is_ascii_uppercase())
             }) || &*qualified == "torch.nn.modules.module.Module"
         })
+    }
+}
+
+impl<'a> SemanticModel<'a> {
+    /// The names a method body binds to device strings, each with whether the string is the
+    /// host (`"cpu"`); any other value bound to the name counts as not the host. Clauses for
+    /// another platform or behind an environment flag off by default are skipped.
+    fn device_literals(&self, body: &'a [Stmt], out: &mut Vec<(&'a str, bool)>) {
+        for stmt in body {
+            match stmt {
+                Stmt::Assign(assign) => {
+                    if let [Expr::Name(name)] = &*assign.targets {
+                        let host = matches!(&*assign.value, Expr::StringLiteral(s)
+                            if s.value.to_str() == "cpu");
+                        out.push((name.id.as_str(), host));
+                    }
+                }
+                Stmt::If(if_stmt) => {
+                    let off = |test: &Expr| {
+                        crate::util::is_other_platform(test) || self.is_off_flag(test)
+                    };
+                    if !off(&if_stmt.test) {
+                        self.device_literals(&if_stmt.body, out);
+                    }
+                    for clause in &if_stmt.elif_else_clauses {
+                        if !clause.test.as_ref().is_some_and(off) {
+                            self.device_literals(&clause.body, out);
+                        }
+                    }
+                }
+                Stmt::With(with) => self.device_literals(&with.body, out),
+                _ => {}
+            }
+        }
     }
 }
 
