@@ -60,7 +60,11 @@ impl SemanticModel<'_> {
                     Ty::CpuTensor
                 });
             }
-            other => self.ty(other),
+            other => match self.ty(other) {
+                // `torch.stack(parts)` of a list of host tensors.
+                Ty::HostTensorSeq => Ty::CpuTensor,
+                ty => ty,
+            },
         };
         ty.is_host_tensor().then(|| new_host_tensor(ty))
     }

@@ -31,6 +31,9 @@ pub enum Ty {
     Array,
     /// A tuple or list whose elements are tensors.
     TensorSeq,
+    /// A list whose elements are tensors in host memory (`[cpu_t[i].sum() for i in ...]`):
+    /// stacking or concatenating them makes a host tensor.
+    HostTensorSeq,
     /// A Python list of host values (`[0, 2, 5]`, `list(...)`, `sorted(...)`, a `list[int]`
     /// parameter): used as an index into a device tensor, PyTorch uploads it.
     HostList,
@@ -75,6 +78,7 @@ impl Ty {
                 self,
                 Ty::Array
                     | Ty::Host
+                    | Ty::HostTensorSeq
                     | Ty::HostList
                     | Ty::HostLists
                     | Ty::CaptureFlag
@@ -110,6 +114,7 @@ impl Ty {
     pub fn element(self) -> Ty {
         match self {
             Ty::TensorSeq | Ty::Tensor => Ty::Tensor,
+            Ty::HostTensorSeq => Ty::CpuTensor,
             // The rows of a host tensor are views of its memory.
             ty if ty.is_host_tensor() => ty,
             Ty::Array => Ty::Array,
@@ -418,6 +423,8 @@ impl<'a> SemanticModel<'a> {
             }
             Expr::Subscript(subscript) => match self.ty(&subscript.value) {
                 Ty::Tensor | Ty::TensorSeq => Ty::Tensor,
+                // An element (or a slice) of a list of host tensors.
+                Ty::HostTensorSeq => Ty::CpuTensor,
                 ty if ty.is_host_tensor() => {
                     host_memory::subscript_memory(ty, &subscript.slice, |index| self.ty(index))
                 }
@@ -527,6 +534,7 @@ impl SemanticModel<'_> {
         };
         match element {
             Ty::Tensor => Ty::TensorSeq,
+            ty if ty.is_host_tensor() => Ty::HostTensorSeq,
             Ty::Host => Ty::HostList,
             Ty::HostList => Ty::HostLists,
             _ => Ty::Host,
