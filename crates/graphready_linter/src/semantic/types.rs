@@ -509,7 +509,11 @@ impl<'a> SemanticModel<'a> {
             },
             Ty::Array => Ty::Array,
             Ty::Unknown if attr == "np" => Ty::Array,
-            Ty::Unknown if host_named(attr) || super::syntax::is_host_half(attr) => Ty::CpuTensor,
+            // Whatever holds it (an object, or `None` on a path that fails), an attribute named
+            // like a host mirror (`dp_meta.num_tokens_across_dp_cpu`).
+            Ty::Unknown | Ty::Host if host_named(attr) || super::syntax::is_host_half(attr) => {
+                Ty::CpuTensor
+            }
             Ty::Unknown if self.qualified_name(&attribute.value).is_none() => {
                 // Host metadata whatever the receiver is.
                 match attr {
