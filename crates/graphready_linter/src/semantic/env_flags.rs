@@ -124,6 +124,8 @@ impl SemanticModel<'_> {
             // `envs.NAME.get() == "value"`: an unset setting (or a flag off) equals no value
             // that is true.
             Expr::Compare(compare) => match (&*compare.ops, &*compare.comparators) {
+                // `envs.NAME.get() is not None`: an unset setting is `None`.
+                ([ast::CmpOp::IsNot], [Expr::NoneLiteral(_)]) => self.is_off_flag(&compare.left),
                 ([ast::CmpOp::Eq], [right]) => {
                     let truthy = |e: &Expr| match e {
                         Expr::StringLiteral(s) => !s.value.to_str().is_empty(),
