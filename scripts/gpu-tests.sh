@@ -7,16 +7,18 @@
 # steps, row isolation, real models from transformers when it is installed, and tensor-parallel
 # steps on several ranks: two NCCL ranks when two GPUs are present, skipped with the reason when
 # not).
-# `scripts/gpu-tests.sh --ranks-only` runs only the multi-rank part (on a two-GPU machine, where
-# the whole suite and the two-rank cases together take longer than one device command may).
+# `scripts/gpu-tests.sh --ranks-only` runs only the multi-rank part, `--no-ranks` everything else:
+# where the whole suite takes longer than one device command may (a cold single-GPU machine took
+# just over 600 s on 2026-12-02), the two together run every test.
 # Exit status: 0 when every part passed.
 set -u -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 status=0
 case "${1:-}" in
   --ranks-only) export GPU_TESTS_ONLY=ranks ;;
+  --no-ranks) export GPU_TESTS_ONLY=no-ranks ;;
   "") ;;
-  *) echo "usage: scripts/gpu-tests.sh [--ranks-only]" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu-tests.sh [--ranks-only | --no-ranks]" >&2; exit 2 ;;
 esac
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 

@@ -20,7 +20,8 @@ mkdir -p "$OUT_DIR"
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 BIN=.gpu-bin/graphready
-# GPU_TESTS_ONLY=ranks: only the multi-rank part (its pytest file and the tensor-parallel cases).
+# GPU_TESTS_ONLY=ranks: only the multi-rank part (its pytest file and the tensor-parallel cases);
+# GPU_TESTS_ONLY=no-ranks: everything else.
 ONLY="${GPU_TESTS_ONLY:-}"
 status=0
 
@@ -34,6 +35,7 @@ xdist=""
 python3 -c 'import xdist' 2>/dev/null && xdist="-n 4"
 tests=python/tests
 [ "$ONLY" = ranks ] && tests=python/tests/test_gpu_ranks.py
+[ "$ONLY" = no-ranks ] && tests="python/tests --ignore=python/tests/test_gpu_ranks.py"
 python3 -m pytest $tests -q -p no:cacheprovider -rs $xdist > "$LOGS/pytest.log" 2>&1
 pytest_rc=$?
 tail -30 "$LOGS/pytest.log"
@@ -189,7 +191,7 @@ rank_case() {  # label expected-exit log-name probe-args...
   echo "-> exit $code"
   SUMMARY+=("$(printf '%-18s exit %-3s (expected %s) %s' "$name" "$code" "$expect" "$verdict")")
 }
-if [ -x "$BIN" ]; then
+if [ -x "$BIN" ] && [ "$ONLY" != no-ranks ]; then
   TP=examples/probe
   if [ "$GPUS" -ge 2 ]; then
     rank_case "TP MLP, all_reduce in the graph, 2 NCCL ranks" 0 tp_mlp_x2 "$TP/tp_mlp.py:factory" --nproc-per-node 2 --buckets 1,4 --timeout 300
