@@ -111,6 +111,48 @@ pub(crate) fn is_other_platform(test: &Expr) -> bool {
         })
 }
 
+/// A debug switch: a name or attribute that says `debug` or `diagnostic` (`DEBUG`,
+/// `self.debug_mode`, `envs.SGLANG_DEBUG_MEMORY_POOL`), its `.get()`, a call without arguments
+/// of a function whose name says it (`diagnostics_enabled()`), or an environment variable read
+/// whose key says it (`get_bool_env_var("SGLANG_DEBUG_MEMORY_POOL")`, `os.getenv("MY_DEBUG")`).
+pub(crate) fn is_debug_switch(test: &Expr) -> bool {
+    fn says_debug(name: &str) -> bool {
+        let says = |word: &[u8]| {
+            name.as_bytes()
+                .windows(word.len())
+                .any(|window| window.eq_ignore_ascii_case(word))
+        };
+        says(b"debug") || says(b"diagnostic")
+    }
+    match test {
+        Expr::Name(name) => says_debug(name.id.as_str()),
+        Expr::Attribute(attribute) => says_debug(attribute.attr.as_str()),
+        Expr::Call(call) => match (&*call.func, call.arguments.args.first()) {
+            (Expr::Attribute(attribute), None)
+                if matches!(attribute.attr.as_str(), "get" | "value") =>
+            {
+                is_debug_switch(&attribute.value)
+            }
+            (func @ (Expr::Name(_) | Expr::Attribute(_)), None)
+                if call.arguments.keywords.is_empty() =>
+            {
+                last_segment(func).is_some_and(says_debug)
+            }
+            (func, Some(Expr::StringLiteral(key))) => {
+                let reads_env = last_segment(func).is_some_and(|name| {
+                    name.to_ascii_lowercase().contains("env")
+                        || (name == "get"
+                            && matches!(func, Expr::Attribute(a)
+                                if last_segment(&a.value) == Some("environ")))
+                });
+                reads_env && says_debug(key.value.to_str())
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod platform_tests {
     use super::{camel_words, other_platform_words};

@@ -21,48 +21,6 @@ mod lazy;
 
 pub use lazy::{is_converging, is_lazy_early_return, is_lazy_init};
 
-/// A debug switch: a name or attribute that says `debug` or `diagnostic` (`DEBUG`,
-/// `self.debug_mode`, `envs.SGLANG_DEBUG_MEMORY_POOL`), its `.get()`, a call without arguments
-/// of a function whose name says it (`diagnostics_enabled()`), or an environment variable read
-/// whose key says it (`get_bool_env_var("SGLANG_DEBUG_MEMORY_POOL")`, `os.getenv("MY_DEBUG")`).
-fn is_debug_switch(test: &Expr) -> bool {
-    fn says_debug(name: &str) -> bool {
-        let says = |word: &[u8]| {
-            name.as_bytes()
-                .windows(word.len())
-                .any(|window| window.eq_ignore_ascii_case(word))
-        };
-        says(b"debug") || says(b"diagnostic")
-    }
-    match test {
-        Expr::Name(name) => says_debug(name.id.as_str()),
-        Expr::Attribute(attribute) => says_debug(attribute.attr.as_str()),
-        Expr::Call(call) => match (&*call.func, call.arguments.args.first()) {
-            (Expr::Attribute(attribute), None)
-                if matches!(attribute.attr.as_str(), "get" | "value") =>
-            {
-                is_debug_switch(&attribute.value)
-            }
-            (func @ (Expr::Name(_) | Expr::Attribute(_)), None)
-                if call.arguments.keywords.is_empty() =>
-            {
-                last_segment(func).is_some_and(says_debug)
-            }
-            (func, Some(Expr::StringLiteral(key))) => {
-                let reads_env = last_segment(func).is_some_and(|name| {
-                    name.to_ascii_lowercase().contains("env")
-                        || (name == "get"
-                            && matches!(func, Expr::Attribute(a)
-                                if last_segment(&a.value) == Some("environ")))
-                });
-                reads_env && says_debug(key.value.to_str())
-            }
-            _ => false,
-        },
-        _ => false,
-    }
-}
-
 /// A warning or an error being reported: `logger.warning(...)`, `logger.error(...)`,
 /// `logger.exception(...)`, `logger.critical(...)`, `logger.warning_once(...)` or
 /// `warnings.warn(...)`. Its arguments are formatted when something unusual happened (a metadata
@@ -98,29 +56,15 @@ pub fn is_logger(model: &SemanticModel, receiver: &Expr) -> bool {
     lower == "log" || lower.ends_with("logger") || lower == "_log"
 }
 
-/// Whether the code under `test` is off under the defaults: a debug switch, an environment
-/// flag declared off by default, a configured debug guard, or a platform without CUDA graphs,
-/// alone or as one term of an `and`. Unlike a capture flag (whose other clause still runs
-/// eagerly), such a clause never runs as shipped: what it binds is not what follows sees.
+/// Whether the code under `test` is off under the defaults (see
+/// [`SemanticModel::off_by_default`]), a configured debug guard included.
 pub fn off_by_default(model: &SemanticModel, settings: &Settings, test: &Expr) -> bool {
-    match test {
-        Expr::BoolOp(ast::ExprBoolOp {
-            op: ast::BoolOp::And,
-            values,
-            ..
-        }) => values
+    model.off_by_default(test, &|term| {
+        settings
+            .debug_guards
             .iter()
-            .any(|value| off_by_default(model, settings, value)),
-        test => {
-            settings
-                .debug_guards
-                .iter()
-                .any(|guard| guard.matches(test))
-                || is_debug_switch(test)
-                || model.is_off_flag(test)
-                || crate::util::is_other_platform(test)
-        }
-    }
+            .any(|guard| guard.matches(term))
+    })
 }
 
 pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negated: bool) -> bool {
@@ -154,7 +98,7 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
         }
         // `if self.debug_mode:`, `if envs.SGLANG_DEBUG_MEMORY_POOL.get():`: checks a user turns
         // on to debug, off in serving.
-        test if !negated && is_debug_switch(test) => true,
+        test if !negated && crate::util::is_debug_switch(test) => true,
         // `if envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get():`, `if envs.VLLM_X:` with the flag declared
         // off by default: code for those who turn it on, off the serving path as shipped.
         test if !negated && model.is_off_flag(test) => true,

@@ -252,8 +252,8 @@ fn pass<'f>(host: &mut FxHashMap<ParamKey<'f>, Option<Ty>>, key: ParamKey<'f>, t
 
 /// What one reached site passes to the callee's parameters: a host value (a host tensor
 /// included) keeps a parameter host, anything else (a device tensor, an unknown value, a splat)
-/// rules it out; a `None` does neither. The caller's own parameters passed on go to `pending`, with the parameter they
-/// land in.
+/// rules it out; a `None` does neither. The caller's own parameters passed on go to `pending`,
+/// with the parameter they land in.
 fn record_host<'f>(
     function: &'f FunctionSummary,
     callee: NodeId,

@@ -126,12 +126,10 @@ impl<'a> SemanticModel<'a> {
             }) || &*qualified == "torch.nn.modules.module.Module"
         })
     }
-}
 
-impl<'a> SemanticModel<'a> {
     /// The names a method body binds to device strings, each with whether the string is the
     /// host (`"cpu"`); any other value bound to the name counts as not the host. Clauses for
-    /// another platform or behind an environment flag off by default are skipped.
+    /// code off under the defaults (see [`Self::off_by_default`]) are skipped.
     fn device_literals(&self, body: &'a [Stmt], out: &mut Vec<(&'a str, bool)>) {
         for stmt in body {
             match stmt {
@@ -143,9 +141,7 @@ impl<'a> SemanticModel<'a> {
                     }
                 }
                 Stmt::If(if_stmt) => {
-                    let off = |test: &Expr| {
-                        crate::util::is_other_platform(test) || self.is_off_flag(test)
-                    };
+                    let off = |test: &Expr| self.off_by_default(test, &|_| false);
                     if !off(&if_stmt.test) {
                         self.device_literals(&if_stmt.body, out);
                     }

@@ -95,6 +95,26 @@ fn reads_off_default(expr: &Expr, key: &str, depth: u8) -> bool {
 }
 
 impl SemanticModel<'_> {
+    /// Whether the code under `test` is off under the defaults: a debug switch, an environment
+    /// flag declared off by default, a platform without CUDA graphs, or what `extra` says (a
+    /// configured debug guard), alone or as one term of an `and`. Unlike a capture flag (whose
+    /// other clause still runs eagerly), such code never runs as shipped.
+    pub fn off_by_default(&self, test: &Expr, extra: &dyn Fn(&Expr) -> bool) -> bool {
+        match test {
+            Expr::BoolOp(ast::ExprBoolOp {
+                op: ast::BoolOp::And,
+                values,
+                ..
+            }) => values.iter().any(|value| self.off_by_default(value, extra)),
+            test => {
+                extra(test)
+                    || crate::util::is_debug_switch(test)
+                    || self.is_off_flag(test)
+                    || crate::util::is_other_platform(test)
+            }
+        }
+    }
+
     /// Whether a test reads an environment flag the project declares off by default:
     /// `envs.NAME.get()`, `envs.NAME.is_set()`, `envs.NAME.value`, `envs.NAME`, or
     /// `get_bool_env_var("NAME")` without a default that turns it on, or a name bound to one of
