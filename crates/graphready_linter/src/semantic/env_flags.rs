@@ -144,6 +144,15 @@ impl SemanticModel<'_> {
             // `envs.NAME.get() == "value"`: an unset setting (or a flag off) equals no value
             // that is true.
             Expr::Compare(compare) => match (&*compare.ops, &*compare.comparators) {
+                // `os.environ.get("X", "0") == "1"`, `os.getenv("X", "1") != "1"`: false while
+                // the variable is unset.
+                ([op @ (ast::CmpOp::Eq | ast::CmpOp::NotEq)], [Expr::StringLiteral(value)])
+                    if environment_default(&compare.left).is_some() =>
+                {
+                    let default = environment_default(&compare.left).flatten();
+                    let equal = default == Some(value.value.to_str());
+                    equal == matches!(op, ast::CmpOp::NotEq)
+                }
                 // `envs.NAME.get() is not None`: an unset setting is `None`.
                 ([ast::CmpOp::IsNot], [Expr::NoneLiteral(_)]) => self.is_off_flag(&compare.left),
                 ([ast::CmpOp::Eq], [right]) => {
@@ -187,5 +196,30 @@ impl SemanticModel<'_> {
             },
             _ => false,
         }
+    }
+}
+
+/// For a read of an environment variable by literal name (`os.environ.get("X", "0")`,
+/// `os.getenv("X")`), its default: `Some(None)` without one, `Some(Some(text))` with a string
+/// literal; `None` for anything else (a default that is not a literal).
+fn environment_default(expr: &Expr) -> Option<Option<&str>> {
+    let Expr::Call(call) = expr else {
+        return None;
+    };
+    let reads = match &*call.func {
+        Expr::Attribute(method) if method.attr.as_str() == "get" => {
+            last_segment(&method.value) == Some("environ")
+        }
+        func => last_segment(func) == Some("getenv"),
+    };
+    if !reads || !call.arguments.keywords.is_empty() {
+        return None;
+    }
+    match &*call.arguments.args {
+        [Expr::StringLiteral(_)] => Some(None),
+        [Expr::StringLiteral(_), Expr::StringLiteral(default)] => {
+            Some(Some(default.value.to_str()))
+        }
+        _ => None,
     }
 }
