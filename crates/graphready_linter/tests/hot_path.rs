@@ -593,6 +593,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["AudioTower.forward"],
             ),
+            // A score read from what another module's method returns on the device; the id
+            // read beside it comes from host buffers the same way, and is not reported.
+            finding(
+                "engine/transfer.py",
+                20,
+                "GR101",
+                "stall",
+                &["TransferWorker.run", "TransferQueue.pop"],
+            ),
             // An abstract base's method that a subclass a CUDA engine builds inherits. Its
             // sibling `WrapperBase.update` is overridden by every such subclass (the other serves
             // the CPU), so nothing reaches it.

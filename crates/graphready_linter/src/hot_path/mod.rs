@@ -20,10 +20,11 @@ mod invoke;
 mod prefill;
 mod properties;
 mod queries;
+mod returns;
 mod steps;
 mod types;
 
-use crate::semantic::{AttributeType, PropertyRead, Ty};
+use crate::semantic::{AttributeType, CallReturn, PropertyRead, Ty};
 use crate::summary::{EntryReason, Marker, ModuleSummary};
 use graphready_diagnostics::{ChainLink, Diagnostic, Reach};
 pub use index::{NodeId, ProjectIndex};
@@ -97,6 +98,8 @@ pub struct HotPath<'s> {
     property_reads: FxHashMap<NodeId, Vec<PropertyRead>>,
     /// The host-data fields of each function's class-typed parameters.
     attribute_types: FxHashMap<NodeId, Vec<AttributeType>>,
+    /// What reached method calls return when it is host data (see [`returns`]), by caller.
+    call_returns: FxHashMap<NodeId, Vec<(u32, CallReturn)>>,
 }
 
 impl<'s> HotPath<'s> {
@@ -302,6 +305,7 @@ impl<'s> HotPath<'s> {
         dedup_entries(&mut capture_entries);
         dedup_entries(&mut steps);
         let param_types = args::param_types(&index, &captured, &stalled, &drivers);
+        let call_returns = returns::call_returns(&index, captured.keys().chain(stalled.keys()));
         let mut eager: Vec<NodeId> = eager.into_iter().collect();
         eager.sort();
         HotPath {
@@ -314,6 +318,7 @@ impl<'s> HotPath<'s> {
             param_types,
             property_reads,
             attribute_types,
+            call_returns,
             drivers,
             driven_by,
             prefill_of,

@@ -3,7 +3,7 @@
 
 use super::index::NodeId;
 use super::HotPath;
-use crate::semantic::{AttributeType, PropertyRead, Ty};
+use crate::semantic::{AttributeType, CallReturn, PropertyRead, Ty};
 use crate::summary::{CallTarget, Ref};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -114,6 +114,20 @@ impl HotPath<'_> {
     /// `reached`, only a reached function).
     pub fn modules_with_property_reads(&self, reached: bool) -> Vec<usize> {
         self.modules_with(&self.property_reads, reached)
+    }
+
+    /// What a module's reached method calls return when it is host data, by the call's offset.
+    pub fn call_returns_in(&self, module: usize) -> FxHashMap<u32, CallReturn> {
+        self.call_returns
+            .iter()
+            .filter(|(node, _)| node.module == module)
+            .flat_map(|(_, calls)| calls.iter().cloned())
+            .collect()
+    }
+
+    /// The modules holding a reached method call that returns host data.
+    pub fn modules_with_call_returns(&self) -> Vec<usize> {
+        self.modules_with(&self.call_returns, false)
     }
 
     /// The modules holding a function whose parameters receive device tensors.

@@ -457,6 +457,8 @@ fn phase3(
     );
     // Modules whose functions read properties that wait for the device.
     again.extend(hot.modules_with_property_reads(scope == Scope::Hot));
+    // Modules whose method calls return host data the module cannot see.
+    again.extend(hot.modules_with_call_returns());
     again.sort_unstable();
     again.dedup();
     // Files whose findings are not reported only serve the call graph.
@@ -474,6 +476,7 @@ fn phase3(
             let param_types = hot.param_types_in(i);
             let property_reads = hot.property_reads_in(i);
             let attribute_types = hot.attribute_types_in(i);
+            let call_returns = hot.call_returns_in(i);
             // Returns of the functions `only` skips, as phase 1 found them.
             let own_returns: rustc_hash::FxHashMap<String, crate::semantic::Ty> = only
                 .as_ref()
@@ -511,6 +514,7 @@ fn phase3(
                 host_fields: non_empty(&external.host_fields),
                 off_flags: non_empty(&external.off_flags),
                 attribute_types: Some(&attribute_types),
+                call_returns: Some(&call_returns),
             };
             check_file(
                 c,

@@ -247,7 +247,11 @@ impl<'a> SemanticModel<'a> {
         if let (Expr::Tuple(targets), Expr::Call(call)) = (target, value) {
             let elements = self
                 .local_tuple_return(call)
-                .or_else(|| self.external_tuple_return(call).map(<[Ty]>::to_vec));
+                .or_else(|| self.external_tuple_return(call).map(<[Ty]>::to_vec))
+                .or_else(|| match self.call_return(call) {
+                    Some(super::CallReturn::Tuple(elements)) => Some(elements.to_vec()),
+                    _ => None,
+                });
             if let Some(elements) = elements {
                 if elements.len() == targets.elts.len() {
                     for (target, ty) in targets.elts.iter().zip(elements) {

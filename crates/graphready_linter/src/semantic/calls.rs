@@ -121,6 +121,9 @@ impl SemanticModel<'_> {
                     // `self.proj(x)` with `self.proj = nn.Linear(...)`.
                     return Ty::Tensor;
                 }
+                if let Some(super::CallReturn::Value(ty)) = self.call_return(call) {
+                    return *ty;
+                }
                 let method = attribute.attr.id.as_str();
                 if let Some(class) = self.instance_class(&attribute.value) {
                     let qualname = format!("{class}.{method}");
@@ -178,7 +181,16 @@ impl SemanticModel<'_> {
     }
 }
 
-impl SemanticModel<'_> {
+impl<'a> SemanticModel<'a> {
+    /// What a method call returns when the project resolved it to host data (see
+    /// [`super::CallReturn`]).
+    pub(super) fn call_return(&self, call: &ast::ExprCall) -> Option<&'a super::CallReturn> {
+        self.types
+            .facts
+            .call_returns?
+            .get(&ruff_text_size::Ranged::start(call).to_u32())
+    }
+
     /// What an unknown function or method told to build its result on the CPU returns
     /// (`grammar.allocate_vocab_mask(n, device="cpu")`): a host tensor, pinned when it was asked to
     /// be, and otherwise of unknown pinning (the function may pin it itself, as xgrammar's

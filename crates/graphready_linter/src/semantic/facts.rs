@@ -40,6 +40,19 @@ pub struct ProjectFacts<'a> {
     /// Function qualified name inside the module → `(parameter, field, type)` for the host-data
     /// fields its class-typed parameters carry.
     pub attribute_types: Option<&'a FxHashMap<String, Vec<AttributeType>>>,
+    /// What this module's method calls return where the project resolved every method they may
+    /// run and all return host data, by the call's start offset (see [`CallReturn`]).
+    pub call_returns: Option<&'a FxHashMap<u32, CallReturn>>,
+}
+
+/// What a method call returns when every method it may run returns host data: a host tensor
+/// (`mrope_model.get_mrope_input_positions(...)`, each model's `torch.from_numpy(...)`), or a
+/// tuple with host tensors at some positions (`self.buffers.get_buf(i)`; [`Ty::Unknown`]
+/// elsewhere).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallReturn {
+    Value(Ty),
+    Tuple(Box<[Ty]>),
 }
 
 /// A host-data field a class-typed parameter carries: `input_batch.num_scheduled_tokens` with

@@ -22,7 +22,7 @@ pub(crate) mod tensor_api;
 mod types;
 
 pub(crate) use env_flags::off_flags;
-pub use facts::{AttributeType, ProjectFacts, PropertyRead};
+pub use facts::{AttributeType, CallReturn, ProjectFacts, PropertyRead};
 pub(crate) use fields::field_declarations;
 pub use host_memory::is_legacy_host_type;
 pub use model::SemanticModel;

@@ -83,6 +83,8 @@ impl CallTarget {
 #[derive(Debug, Clone)]
 pub struct CallSite {
     pub target: CallTarget,
+    /// Where the call starts in the module's source: phase 3 looks up what it returns by it.
+    pub offset: u32,
     /// Made inside a `for` or `while` body: it runs once per iteration.
     pub in_loop: bool,
     /// Made where the code handles a batch's prefill work (`if attn_metadata.num_prefills > 0:`,

@@ -274,6 +274,7 @@ impl SummaryBuilder<'_> {
                 let prefill = prefill || names_prefill(target.method_name());
                 let site = CallSite {
                     target,
+                    offset: ruff_text_size::Ranged::start(call).to_u32(),
                     in_loop,
                     prefill,
                     constants: constants.clone(),

@@ -1,0 +1,36 @@
+"""A worker that pops transferred requests every step: it reads the first id from the host
+metadata buffers (no sync) and the first score from the device buffers (a sync), through
+tuples another module's methods return."""
+
+import torch
+from torch import nn
+
+from engine.transfer_buffers import MetadataBuffers, ScoreBuffers
+
+
+class TransferQueue:
+    def __init__(self, metadata: MetadataBuffers, scores: ScoreBuffers):
+        self.metadata = metadata
+        self.scores = scores
+
+    def pop(self, idx: int):
+        ids, _ = self.metadata.get_buf(idx)
+        first = ids[0].item()
+        scores, _ = self.scores.get_buf(idx)
+        return first, scores[0].item()
+
+
+class TransferModel(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+class TransferWorker:
+    def __init__(self, queue: TransferQueue):
+        self.model = TransferModel()
+        self.queue = queue
+
+    def run(self, x: torch.Tensor):
+        while True:
+            self.model(x)
+            self.queue.pop(0)
