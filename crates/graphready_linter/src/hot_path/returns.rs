@@ -50,8 +50,11 @@ fn host_return(functions: &[&FunctionSummary]) -> Option<CallReturn> {
     if let Some(ty) = joined {
         return Some(CallReturn::Value(ty));
     }
+    // A method that returns nothing (a base's `raise NotImplementedError`) cannot be what a
+    // call unpacks: the others decide.
     let tuples: Vec<&[Ty]> = functions
         .iter()
+        .filter(|f| f.tuple_returns.is_some() || f.returns != Ty::Host)
         .map(|f| f.tuple_returns.as_deref())
         .collect::<Option<_>>()?;
     let width = tuples.first()?.len();

@@ -5,7 +5,7 @@ tuples another module's methods return."""
 import torch
 from torch import nn
 
-from engine.transfer_buffers import MetadataBuffers, ScoreBuffers
+from engine.transfer_buffers import BufferBase, MetadataBuffers, ScoreBuffers
 
 
 class TransferQueue:
@@ -34,3 +34,10 @@ class TransferWorker:
         while True:
             self.model(x)
             self.queue.pop(0)
+            self.peek_first(self.queue.metadata, 0)
+
+    def peek_first(self, buffers: BufferBase, idx: int):
+        # A base whose method only raises cannot be what the call unpacks: the host ids of the
+        # one class that returns something decide.
+        ids, _ = buffers.peek(idx)
+        return ids[0].item()

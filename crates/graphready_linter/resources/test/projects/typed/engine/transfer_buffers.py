@@ -8,7 +8,13 @@ def is_npu() -> bool:
     return False
 
 
-class MetadataBuffers:
+class BufferBase:
+    def peek(self, idx: int):
+        # Every buffer class says what it holds; this one holds nothing.
+        raise NotImplementedError
+
+
+class MetadataBuffers(BufferBase):
     def __init__(self, size: int):
         device = "cpu"
         if is_npu():
@@ -18,6 +24,9 @@ class MetadataBuffers:
 
     def get_buf(self, idx: int):
         return self.ids[idx].clone(), self.scores[idx].clone()
+
+    def peek(self, idx: int):
+        return self.ids[idx].clone(), idx
 
 
 class ScoreBuffers:
