@@ -52,11 +52,7 @@ impl SemanticModel<'_> {
                     .facts
                     .host_preserving
                     .is_some_and(|known| known.contains(&*qualified));
-                return if preserving && *ty == Ty::Tensor && self.host_args(call) {
-                    Ty::CpuTensor
-                } else {
-                    *ty
-                };
+                return self.host_if_preserving(preserving, call, *ty);
             }
             if self
                 .types

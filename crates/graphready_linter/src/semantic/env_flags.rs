@@ -147,9 +147,8 @@ impl SemanticModel<'_> {
                 // `os.environ.get("X", "0") == "1"`, `os.getenv("X", "1") != "1"`: false while
                 // the variable is unset.
                 ([op @ (ast::CmpOp::Eq | ast::CmpOp::NotEq)], [Expr::StringLiteral(value)])
-                    if environment_default(&compare.left).is_some() =>
+                    if let Some(default) = environment_default(&compare.left) =>
                 {
-                    let default = environment_default(&compare.left).flatten();
                     let equal = default == Some(value.value.to_str());
                     equal == matches!(op, ast::CmpOp::NotEq)
                 }

@@ -123,8 +123,14 @@ impl SemanticModel<'_> {
     /// data when the function keeps host data on the host and the call gives it host tensors
     /// and no device tensor.
     pub(super) fn host_in_host_out(&self, qualname: &str, call: &ast::ExprCall, ty: Ty) -> Ty {
-        if ty == Ty::Tensor && self.types.host_preserving.contains(qualname) && self.host_args(call)
-        {
+        self.host_if_preserving(self.types.host_preserving.contains(qualname), call, ty)
+    }
+
+    /// `ty`, the return of a function called by `call`, or a host tensor when the function is
+    /// `preserving` (keeps host data on the host) and the call gives it host tensors and no
+    /// device tensor.
+    pub(super) fn host_if_preserving(&self, preserving: bool, call: &ast::ExprCall, ty: Ty) -> Ty {
+        if ty == Ty::Tensor && preserving && self.host_args(call) {
             Ty::CpuTensor
         } else {
             ty
