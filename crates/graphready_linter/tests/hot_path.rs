@@ -439,6 +439,9 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // annotates); `seq_lens` is a tensor. Line 16's helper from another module, given
             // host lengths, returns host lengths: its `.tolist()` is not reported.
             finding("engine/plans.py", 14, "GR101", "stall", &["plan_step"]),
+            // engine/segments.py: `_plan`'s two `.tolist()` read host lengths, passed through
+            // `plan(*args, **kwargs)` as slices, a dtype conversion and locals holding them,
+            // past a clause that binds `kv_lens` to a device tensor and returns: not reported.
             finding(
                 "engine/processors.py",
                 14,

@@ -54,7 +54,9 @@ impl<'a> Checker<'a> {
         // `if x.is_cpu: ... else: ...`: `x` lives on the host in the body, on the device after.
         let device = self.model.device_narrowing(&if_stmt.test);
         // A clause off under the defaults binds nothing the code after the statement sees.
-        let body_off = guards::off_by_default(&self.model, self.settings, &if_stmt.test);
+        // Nor does a clause that leaves (`return`, `raise`, `continue`, `break`).
+        let body_off = guards::off_by_default(&self.model, self.settings, &if_stmt.test)
+            || leaves(&if_stmt.body);
         let branches = !if_stmt.elif_else_clauses.is_empty()
             || narrowing.is_some()
             || device.is_some()
@@ -84,10 +86,11 @@ impl<'a> Checker<'a> {
             guards::safe_when(&self.model, self.settings, &if_stmt.test, true);
         let mut earlier_false_prefill = self.model.prefill_when(&if_stmt.test, true);
         for clause in &if_stmt.elif_else_clauses {
-            let off = clause
-                .test
-                .as_ref()
-                .is_some_and(|test| guards::off_by_default(&self.model, self.settings, test));
+            let off = leaves(&clause.body)
+                || clause
+                    .test
+                    .as_ref()
+                    .is_some_and(|test| guards::off_by_default(&self.model, self.settings, test));
             self.model.enter_branch();
             if let Some((name, _, Some(ty))) = device {
                 self.model.narrow(name, ty);
@@ -169,6 +172,15 @@ pub(super) fn only_raises(body: &[Stmt]) -> bool {
 }
 
 pub(super) fn body_always_exits(body: &[Stmt]) -> bool {
+    matches!(
+        body.last(),
+        Some(Stmt::Return(_) | Stmt::Raise(_) | Stmt::Continue(_) | Stmt::Break(_))
+    )
+}
+
+/// Whether a clause's body always leaves the code after its statement: it ends in `return`,
+/// `raise`, `continue` or `break`.
+fn leaves(body: &[Stmt]) -> bool {
     matches!(
         body.last(),
         Some(Stmt::Return(_) | Stmt::Raise(_) | Stmt::Continue(_) | Stmt::Break(_))

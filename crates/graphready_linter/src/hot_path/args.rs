@@ -264,10 +264,17 @@ fn record_host<'f>(
     pending: &mut Vec<(ParamKey<'f>, ParamKey<'f>)>,
 ) {
     if site.opaque() {
-        for param in &function.params {
+        // A splat may fill any parameter the call does not name: those are unknown; what the
+        // call does name (the positions before `*args`, the keywords) still lands where it says.
+        let named = |param: &Param| {
+            site.tensor_args
+                .iter()
+                .chain(site.other_args.iter().map(|(key, _)| key))
+                .any(|key| param_of(function, bound, key).is_some_and(|p| p.name == param.name))
+        };
+        for param in function.params.iter().filter(|param| !named(param)) {
             host.insert((callee, param.name.as_str()), None);
         }
-        return;
     }
     let unknown = site.other_args.iter().filter(|(_, ty)| *ty == Ty::Unknown);
     for arg in site.tensor_args.iter().chain(unknown.map(|(arg, _)| arg)) {

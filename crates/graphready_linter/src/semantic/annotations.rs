@@ -135,6 +135,53 @@ impl<'a> SemanticModel<'a> {
             && matches!(self.lookup(name), Some(Binding::Value(_)))
     }
 
+    /// The parameter of the innermost function whose memory an expression is: the parameter
+    /// itself, a slice, reshape or dtype conversion of it (`qo_lens[:split]`, `lens.int()`,
+    /// `lens.to(torch.int32)`), or a local bound to one (`decode_lens = qo_lens[:split]`) and
+    /// not bound again since. What the function's callers pass decides where such a value lives.
+    pub fn parameter_viewed(&self, expr: &Expr) -> Option<&'a str> {
+        match expr {
+            Expr::Name(name) => {
+                let name = name.id.as_str();
+                let scope = self.scopes.last()?;
+                if self.is_parameter(name) {
+                    return scope.parameters.get(name).copied();
+                }
+                scope.param_views.get(name).copied()
+            }
+            Expr::Subscript(subscript) => self.parameter_viewed(&subscript.value),
+            Expr::Call(call) => {
+                let Expr::Attribute(attribute) = &*call.func else {
+                    return None;
+                };
+                let keeps_memory = match attribute.attr.as_str() {
+                    "view" | "reshape" | "contiguous" | "flatten" | "squeeze" | "unsqueeze"
+                    | "narrow" | "int" | "long" | "float" | "half" | "bool" | "clone"
+                    | "detach" | "t" | "transpose" | "permute" | "expand" | "unflatten" => true,
+                    // A dtype conversion (`.to(torch.int32)`), not a move.
+                    "to" => {
+                        call.arguments.keywords.iter().all(|k| {
+                            k.arg.as_ref().is_some_and(|arg| {
+                                matches!(arg.as_str(), "dtype" | "copy" | "non_blocking")
+                            })
+                        }) && call.arguments.args.iter().all(|arg| {
+                            matches!(arg, Expr::Attribute(dtype)
+                                if dtype.attr.as_str() != "device"
+                                    && matches!(&*dtype.value, Expr::Name(module) if module.id.as_str() == "torch"))
+                        })
+                    }
+                    _ => false,
+                };
+                if keeps_memory {
+                    self.parameter_viewed(&attribute.value)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// Whether a name is the variadic keyword parameter (`**kwargs`) of the function being
     /// visited, as received.
     pub fn is_kwargs_parameter(&self, name: &str) -> bool {

@@ -290,6 +290,9 @@ impl<'a> SemanticModel<'a> {
             if self.is_off_flag(value) {
                 self.current().off_flags.insert(name.id.as_str());
             }
+            if let Some(param) = self.parameter_viewed(value) {
+                self.current().param_views.insert(name.id.as_str(), param);
+            }
             // Only where some field is declared host-resident: the pattern serves field reads.
             let pattern = if self.declares_host_fields() {
                 super::fields::key_pattern(value)

@@ -65,12 +65,17 @@ impl<'a> SemanticModel<'a> {
             return;
         };
         // Newest first: the first value undone for a name is its final one.
-        for (name, replaced, host_device) in undo.into_iter().rev() {
+        for (name, replaced, host_device, parameter) in undo.into_iter().rev() {
             let was_host_device = scope.host_devices.contains(name);
             if host_device {
                 scope.host_devices.insert(name);
             } else {
                 scope.host_devices.remove(name);
+            }
+            // A parameter the clause bound again is the parameter as received after it, unless
+            // the clause's binding is kept (which binds the name again).
+            if parameter {
+                scope.parameters.insert(name);
             }
             let now = match replaced {
                 Some(binding) => scope.bindings.insert(name, binding),

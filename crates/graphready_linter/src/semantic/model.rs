@@ -41,6 +41,9 @@ pub(super) struct Scope<'a> {
     /// Names bound here to an f-string (`key = f"{modality}_grid_thw"`): its literal text before
     /// the first and after the last interpolation, see [`SemanticModel::reads_host_field`].
     pub(super) key_patterns: FxHashMap<&'a str, (String, String)>,
+    /// Names bound here to a view of a parameter (`lens = qo_lens[:split]`), by the
+    /// parameter's name, see [`SemanticModel::parameter_viewed`].
+    pub(super) param_views: FxHashMap<&'a str, &'a str>,
 }
 
 /// What is known about a class defined in this module.
@@ -69,9 +72,10 @@ pub struct ClassInfo<'a> {
     pub off_flags: Vec<&'a str>,
 }
 
-/// The values bindings replaced, in order, and whether the name was bound to the host device
-/// then: undone to leave a clause of an `if` statement.
-pub(super) type UndoLog<'a> = Vec<(&'a str, Option<Binding>, bool)>;
+/// The values bindings replaced, in order, whether the name was bound to the host device then,
+/// and whether it was the function's parameter as received: undone to leave a clause of an `if`
+/// statement.
+pub(super) type UndoLog<'a> = Vec<(&'a str, Option<Binding>, bool, bool)>;
 
 /// The semantic model, updated as the checker walks the module in source order.
 pub struct SemanticModel<'a> {
@@ -172,6 +176,7 @@ impl<'a> SemanticModel<'a> {
                 scope.off_flags.clear();
                 scope.host_attributes.clear();
                 scope.key_patterns.clear();
+                scope.param_views.clear();
                 self.spare_scopes.push(scope);
             }
         }
@@ -213,9 +218,10 @@ impl<'a> SemanticModel<'a> {
             .expect("the module scope is never popped");
         let replaced = scope.bindings.insert(name, Binding::Value(ty));
         let host_device = scope.host_devices.contains(name);
+        let parameter = scope.parameters.contains(name);
         if let Some((branch_depth, undo)) = self.branches.last_mut() {
             if *branch_depth == depth {
-                undo.push((name, replaced, host_device));
+                undo.push((name, replaced, host_device, parameter));
             }
         }
         let scope = self.current();
@@ -236,6 +242,9 @@ impl<'a> SemanticModel<'a> {
         }
         if !scope.off_flags.is_empty() {
             scope.off_flags.remove(name);
+        }
+        if !scope.param_views.is_empty() {
+            scope.param_views.remove(name);
         }
     }
 

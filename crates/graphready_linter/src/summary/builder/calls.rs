@@ -451,15 +451,11 @@ impl ArgTypes {
                 args.consts.push((key.clone(), value));
             }
             let ty = model.ty(value);
-            // The parameter itself, or a view of it (`lens[start:end]`, `lens[i]`): memory
-            // where the parameter's is.
-            let passed = match value {
-                Expr::Subscript(subscript) => &*subscript.value,
-                other => other,
-            };
-            if let Expr::Name(name) = passed {
-                if !ty.is_host() && model.is_parameter(name.id.as_str()) {
-                    args.params.push((key.clone(), name.id.as_str().into()));
+            // The parameter itself, or a view of it (`lens[start:end]`, `lens[i]`, a local
+            // bound to one): memory where the parameter's is.
+            if !ty.is_host() {
+                if let Some(param) = model.parameter_viewed(value) {
+                    args.params.push((key.clone(), param.into()));
                 }
             }
             placed.push((key, ty));
