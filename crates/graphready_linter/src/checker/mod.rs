@@ -444,14 +444,11 @@ impl<'a> Visitor<'a> for Checker<'a> {
                     self.visit_expr(value);
                 }
                 self.visit_expr(&assign.target);
-                let ty = match &assign.value {
-                    Some(value) => match self.model.ty(value) {
-                        Ty::Unknown => self.model.annotation_ty(&assign.annotation),
-                        ty => ty,
-                    },
-                    None => self.model.annotation_ty(&assign.annotation),
-                };
-                self.model.bind_target(&assign.target, ty);
+                self.model.bind_annotated(
+                    &assign.target,
+                    &assign.annotation,
+                    assign.value.as_deref(),
+                );
                 if let Some(value) = &assign.value {
                     self.summary.annotated_assignment(
                         &self.model,
@@ -569,6 +566,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
             let in_captured_code = self.in_captured_code();
             self.summary.call(&self.model, call, in_captured_code);
             self.model.learn_record_fields(call);
+            self.model.learn_append(call);
             // A warning's arguments are read when something unusual happened.
             anomaly = guards::reports_anomaly(&self.model, call);
         }

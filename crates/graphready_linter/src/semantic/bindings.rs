@@ -293,6 +293,7 @@ impl<'a> SemanticModel<'a> {
             if let Some(param) = self.parameter_viewed(value) {
                 self.current().param_views.insert(name.id.as_str(), param);
             }
+            self.note_empty_list(name.id.as_str(), value);
             // Only where some field is declared host-resident: the pattern serves field reads.
             let pattern = if self.declares_host_fields() {
                 super::fields::key_pattern(value)
@@ -305,5 +306,65 @@ impl<'a> SemanticModel<'a> {
                     .insert(name.id.as_str(), pattern);
             }
         }
+    }
+
+    /// Binds an annotated assignment's target (`xs: list = []`): to the value's type, or to the
+    /// annotation's where the value says nothing.
+    pub fn bind_annotated(&mut self, target: &'a Expr, annotation: &Expr, value: Option<&Expr>) {
+        let ty = match value.map(|value| self.ty(value)) {
+            Some(Ty::Unknown) | None => self.annotation_ty(annotation),
+            Some(ty) => ty,
+        };
+        self.bind_target(target, ty);
+        if let (Expr::Name(name), Some(value)) = (target, value) {
+            self.note_empty_list(name.id.as_str(), value);
+        }
+    }
+
+    fn note_empty_list(&mut self, name: &'a str, value: &Expr) {
+        if matches!(value, Expr::List(list) if list.elts.is_empty()) {
+            self.current().empty_lists.insert(name);
+        }
+    }
+
+    /// `xs.append(t)` on a list this function bound empty (`xs = []`): a list of host tensors
+    /// while every element appended is one (`torch.cat(xs)` is then a host tensor), a list of
+    /// tensors once a device tensor is appended. Appending anything else to a list of host
+    /// tensors makes it a list of unknown elements again.
+    pub fn learn_append(&mut self, call: &ast::ExprCall) {
+        let Expr::Attribute(attribute) = &*call.func else {
+            return;
+        };
+        let (Expr::Name(list), [element]) = (&*attribute.value, &*call.arguments.args) else {
+            return;
+        };
+        if attribute.attr.as_str() != "append" || !call.arguments.keywords.is_empty() {
+            return;
+        }
+        let scope = self
+            .scopes
+            .last()
+            .expect("the module scope is never popped");
+        let Some((&name, Binding::Value(now))) = scope.bindings.get_key_value(list.id.as_str())
+        else {
+            return;
+        };
+        let (now, empty) = (*now, scope.empty_lists.contains(name));
+        let element = self.ty(element);
+        let next = match (now, element) {
+            (_, Ty::Tensor) if empty || now == Ty::HostTensorSeq => Ty::TensorSeq,
+            (_, element) if element.is_host_tensor() && (empty || now == Ty::HostTensorSeq) => {
+                Ty::HostTensorSeq
+            }
+            (Ty::HostTensorSeq, _) => Ty::Host,
+            _ => {
+                self.current().empty_lists.remove(name);
+                return;
+            }
+        };
+        if next != now {
+            self.bind(name, next);
+        }
+        self.current().empty_lists.remove(name);
     }
 }

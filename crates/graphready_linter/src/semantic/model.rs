@@ -44,6 +44,9 @@ pub(super) struct Scope<'a> {
     /// Names bound here to a view of a parameter (`lens = qo_lens[:split]`), by the
     /// parameter's name, see [`SemanticModel::parameter_viewed`].
     pub(super) param_views: FxHashMap<&'a str, &'a str>,
+    /// Names bound here to an empty list literal and not appended to since, see
+    /// [`SemanticModel::learn_append`].
+    pub(super) empty_lists: FxHashSet<&'a str>,
 }
 
 /// What is known about a class defined in this module.
@@ -177,6 +180,7 @@ impl<'a> SemanticModel<'a> {
                 scope.host_attributes.clear();
                 scope.key_patterns.clear();
                 scope.param_views.clear();
+                scope.empty_lists.clear();
                 self.spare_scopes.push(scope);
             }
         }
@@ -245,6 +249,9 @@ impl<'a> SemanticModel<'a> {
         }
         if !scope.param_views.is_empty() {
             scope.param_views.remove(name);
+        }
+        if !scope.empty_lists.is_empty() {
+            scope.empty_lists.remove(name);
         }
     }
 
