@@ -600,10 +600,23 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // read beside it comes from host buffers the same way, and is not reported.
             finding(
                 "engine/transfer.py",
-                20,
+                21,
                 "GR101",
                 "stall",
                 &["TransferWorker.run", "TransferQueue.pop"],
+            ),
+            // The host ids another module's constructor makes (`device = "cpu"`) are read
+            // through an annotated parameter without a sync; the device scores are not.
+            finding(
+                "engine/transfer.py",
+                24,
+                "GR101",
+                "stall",
+                &[
+                    "TransferWorker.run",
+                    "TransferQueue.pop",
+                    "TransferQueue.gate"
+                ],
             ),
             // An abstract base's method that a subclass a CUDA engine builds inherits. Its
             // sibling `WrapperBase.update` is overridden by every such subclass (the other serves

@@ -386,9 +386,9 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 }
                 let name = class.name.id.as_str();
                 let qualified = self.qualify(name);
-                self.summary.class(&self.model, class, qualified.clone());
                 let info = self.model.class_info(class);
                 self.model.define_class(name, info);
+                self.summary.class(&self.model, class, qualified.clone());
                 self.model.bind(name, Ty::Host);
                 self.classes.push(name);
                 let saved_body = self.class_body.replace(qualified);

@@ -436,6 +436,20 @@ impl<'a> SemanticModel<'a> {
         self.classes.insert(name, info);
     }
 
+    /// The attributes of a class defined in this module that its methods bind to host tensors
+    /// or arrays (`self.room = torch.zeros(n, device=device)` with `device = "cpu"`), sorted.
+    pub fn host_attributes_of(&self, class: &str) -> Vec<(&'a str, Ty)> {
+        let mut host: Vec<(&'a str, Ty)> = self.classes.get(class).map_or_else(Vec::new, |info| {
+            info.attributes
+                .iter()
+                .filter(|(_, ty)| ty.is_host_tensor() || **ty == Ty::Array)
+                .map(|(name, ty)| (*name, *ty))
+                .collect()
+        });
+        host.sort_unstable_by_key(|(name, _)| *name);
+        host
+    }
+
     pub(super) fn class_attribute(&self, class: &str, attribute: &str, depth: u8) -> Option<Ty> {
         let info = self.classes.get(class)?;
         if let Some(ty) = info.attributes.get(attribute) {

@@ -440,9 +440,10 @@ fn collect_field_assignments<'a>(
     }
 }
 
-/// The fields a class body annotates as host data: NumPy arrays, numbers, lists of numbers.
+/// The fields a class body annotates as host data (NumPy arrays, numbers, lists of numbers),
+/// and the attributes its methods bind to host tensors or arrays.
 fn host_fields(model: &SemanticModel, class: &ast::StmtClassDef) -> Vec<(String, Ty)> {
-    class
+    let mut fields: Vec<(String, Ty)> = class
         .body
         .iter()
         .filter_map(|stmt| match stmt {
@@ -456,5 +457,11 @@ fn host_fields(model: &SemanticModel, class: &ast::StmtClassDef) -> Vec<(String,
             },
             _ => None,
         })
-        .collect()
+        .collect();
+    for (name, ty) in model.host_attributes_of(class.name.id.as_str()) {
+        if !fields.iter().any(|(field, _)| field == name) {
+            fields.push((name.to_string(), ty));
+        }
+    }
+    fields
 }

@@ -1,6 +1,7 @@
 """A worker that pops transferred requests every step: it reads the first id from the host
 metadata buffers (no sync) and the first score from the device buffers (a sync), through
-tuples another module's methods return."""
+tuples another module's methods return, and through the buffers' attributes, which their
+constructors make in host or device memory."""
 
 import torch
 from torch import nn
@@ -17,7 +18,10 @@ class TransferQueue:
         ids, _ = self.metadata.get_buf(idx)
         first = ids[0].item()
         scores, _ = self.scores.get_buf(idx)
-        return first, scores[0].item()
+        return first, scores[0].item(), self.gate(self.metadata, self.scores)
+
+    def gate(self, metadata: MetadataBuffers, scores: ScoreBuffers):
+        return metadata.ids[0, 0].item(), scores.scores[0, 0].item()
 
 
 class TransferModel(nn.Module):
