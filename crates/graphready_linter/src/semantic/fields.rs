@@ -172,8 +172,9 @@ impl<'a> SemanticModel<'a> {
     /// A record built from host-resident fields carries them under its own names:
     /// `Molmo2ImageInputs(num_pooled_patches=kwargs.pop("image_num_pooled_patches"))` makes
     /// `num_pooled_patches` a host field of the module, read later as
-    /// `image_input["num_pooled_patches"]`. Only where the module or the project declares such
-    /// fields, and only for classes (capitalised callees).
+    /// `image_input["num_pooled_patches"]`; so does a record a model's method builds from host
+    /// tensors it makes. Only where the module or the project declares such fields, and only for
+    /// classes (capitalised callees).
     pub fn learn_record_fields(&mut self, call: &'a ast::ExprCall) {
         if !self.declares_host_fields() {
             return;
@@ -186,13 +187,25 @@ impl<'a> SemanticModel<'a> {
         if !class.starts_with(|c: char| c.is_ascii_uppercase()) {
             return;
         }
+        // A model's own method runs after the step's inputs were moved to the device: a tensor
+        // it makes in host memory stays there (`num_slices=torch.tensor(sizes)` in
+        // `_parse_and_validate_image_input`). Elsewhere (a processor) a fresh host tensor may
+        // still be moved with the batch.
+        let in_model = self
+            .self_class()
+            .and_then(|(class, _)| self.classes.get(class))
+            .is_some_and(|info| info.module);
         for keyword in &call.arguments.keywords {
             let Some(name) = &keyword.arg else {
                 continue;
             };
-            // A host mirror of unknown origin (a field read, a `*_cpu` name), not a fresh host
-            // tensor made here.
-            if !self.is_host_field(name.as_str()) && self.ty(&keyword.value) == Ty::CpuTensor {
+            // A host mirror of unknown origin (a field read, a `*_cpu` name), or a fresh host
+            // tensor a model's method makes.
+            let host = match self.ty(&keyword.value) {
+                Ty::CpuTensor => true,
+                ty => in_model && ty.is_host_tensor(),
+            };
+            if !self.is_host_field(name.as_str()) && host {
                 self.invalidate();
                 self.host_fields.insert(name.as_str());
             }
