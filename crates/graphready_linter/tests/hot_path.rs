@@ -606,7 +606,9 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 &["TransferWorker.run", "TransferQueue.pop"],
             ),
             // The host ids another module's constructor makes (`device = "cpu"`) are read
-            // through an annotated parameter without a sync; the device scores are not.
+            // through an annotated parameter without a sync, and through `first_id`'s
+            // unannotated one, which its call site passes the metadata buffers; the device
+            // scores are not.
             finding(
                 "engine/transfer.py",
                 24,

@@ -17,6 +17,7 @@ mod hierarchy;
 mod index;
 mod invocations;
 mod invoke;
+mod param_classes;
 mod prefill;
 mod properties;
 mod queries;
@@ -305,6 +306,24 @@ impl<'s> HotPath<'s> {
         dedup_entries(&mut capture_entries);
         dedup_entries(&mut steps);
         let param_types = args::param_types(&index, &captured, &stalled, &drivers);
+        // Unannotated parameters typed by what the reached call sites pass.
+        let reached = captured
+            .keys()
+            .chain(stalled.keys())
+            .chain(&drivers)
+            .copied();
+        let mut attribute_types = attribute_types;
+        for (node, found) in param_classes::attribute_types(&index, reached) {
+            let known = attribute_types.entry(node).or_default();
+            for field in found {
+                if !known
+                    .iter()
+                    .any(|k| k.receiver == field.receiver && k.field == field.field)
+                {
+                    known.push(field);
+                }
+            }
+        }
         let call_returns = returns::call_returns(&index, captured.keys().chain(stalled.keys()));
         let mut eager: Vec<NodeId> = eager.into_iter().collect();
         eager.sort();

@@ -106,6 +106,9 @@ pub struct CallSite {
     /// Arguments that are the caller's own parameters, as received (`grid_thw` passed on): what
     /// the caller's callers pass decides their type here too.
     pub param_args: Box<[(ArgKey, Box<str>)]>,
+    /// Arguments whose type the index can compute (`self.metadata_buffers`, an annotated
+    /// local): the classes the callee's unannotated parameters receive.
+    pub typed_args: Box<[(ArgKey, TypePath)]>,
 }
 
 /// The literals a call passes and the tests of its caller's parameters it is made under (see

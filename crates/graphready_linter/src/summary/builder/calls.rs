@@ -6,7 +6,7 @@ use super::{is_external, SummaryBuilder};
 use crate::semantic::{SemanticModel, Ty};
 use crate::summary::{
     ArgKey, CallSite, CallTarget, CallableEntry, Const, EntryReason, ParamTest, Ref, SiteConstants,
-    Splat,
+    Splat, TypePath,
 };
 use ruff_python_ast::{self as ast, Expr};
 
@@ -267,6 +267,7 @@ impl SummaryBuilder<'_> {
             })
         });
         let function_args = self.function_args(model, call);
+        let typed_args = self.typed_args(model, call, &args);
         if let Some(function) = self.building.last_mut() {
             for target in targets {
                 // A function named for prefill work (`topk_prefill`, `_forward_prefill`) does
@@ -283,6 +284,7 @@ impl SummaryBuilder<'_> {
                     splat: args.splat,
                     function_args: function_args.clone(),
                     param_args: args.params.clone().into_boxed_slice(),
+                    typed_args: typed_args.clone(),
                 };
                 if capturing {
                     function.captured_calls.push(site);
@@ -291,6 +293,38 @@ impl SummaryBuilder<'_> {
                 }
             }
         }
+    }
+
+    /// The arguments of unknown type written as a name or an attribute whose type path the
+    /// index can compute, by where they land (positions up to the first `*args`, keywords).
+    fn typed_args(
+        &self,
+        model: &SemanticModel,
+        call: &ast::ExprCall,
+        args: &ArgTypes,
+    ) -> Box<[(ArgKey, TypePath)]> {
+        let unknown = |key: &ArgKey| {
+            args.other
+                .iter()
+                .any(|(other, ty)| other == key && *ty == Ty::Unknown)
+        };
+        let positional = call
+            .arguments
+            .args
+            .iter()
+            .take_while(|arg| !arg.is_starred_expr())
+            .enumerate()
+            .map(|(i, arg)| (ArgKey::Position(i), arg));
+        let keywords = call.arguments.keywords.iter().filter_map(|keyword| {
+            let name = keyword.arg.as_ref()?;
+            Some((ArgKey::Keyword(name.as_str().into()), &keyword.value))
+        });
+        positional
+            .chain(keywords)
+            .filter(|(_, value)| matches!(value, Expr::Name(_) | Expr::Attribute(_)))
+            .filter(|(key, _)| unknown(key))
+            .filter_map(|(key, value)| Some((key, self.type_path(model, value)?)))
+            .collect()
     }
 
     /// A module invoked in guarded code (`self.encoder(x)` under `with gpu_sync_allowed():`):

@@ -21,7 +21,12 @@ class TransferQueue:
         return first, scores[0].item(), self.gate(self.metadata, self.scores)
 
     def gate(self, metadata: MetadataBuffers, scores: ScoreBuffers):
-        return metadata.ids[0, 0].item(), scores.scores[0, 0].item()
+        return metadata.ids[0, 0].item(), scores.scores[0, 0].item(), first_id(self.metadata)
+
+
+def first_id(buffers):
+    # Unannotated: its one call site passes the host metadata buffers.
+    return buffers.ids[0, 0].item()
 
 
 class TransferModel(nn.Module):
