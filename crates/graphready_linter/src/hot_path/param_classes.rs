@@ -65,20 +65,12 @@ pub(super) fn attribute_types(
         let Some(classes) = classes else {
             continue;
         };
+        let mut found = Vec::new();
         for class in classes.iter().flat_map(|&class| index.lineage(class, 16)) {
-            for (field, ty) in &index.class_summary(class).host_fields {
-                let found = out.entry(callee).or_default();
-                if !found
-                    .iter()
-                    .any(|f| f.receiver == param && f.field == *field)
-                {
-                    found.push(AttributeType {
-                        receiver: param.to_string(),
-                        field: field.clone(),
-                        ty: *ty,
-                    });
-                }
-            }
+            super::properties::push_host_fields(index, class, param, &mut found);
+        }
+        if !found.is_empty() {
+            out.entry(callee).or_default().extend(found);
         }
     }
     for found in out.values_mut() {

@@ -109,21 +109,31 @@ pub(super) fn attribute_types(index: &ProjectIndex) -> FxHashMap<NodeId, Vec<Att
                     .rev()
                     .flat_map(|&class| index.lineage(class, 16));
                 for class in lineages {
-                    for (field, ty) in &index.class_summary(class).host_fields {
-                        if !found
-                            .iter()
-                            .any(|f| f.receiver == param && f.field == *field)
-                        {
-                            found.push(AttributeType {
-                                receiver: param.to_string(),
-                                field: field.clone(),
-                                ty: *ty,
-                            });
-                        }
-                    }
+                    push_host_fields(index, class, param, &mut found);
                 }
             }
             (!found.is_empty()).then_some((node, found))
         })
         .collect()
+}
+
+/// The host-data fields of one class, read through `receiver`, added to `found` (once each).
+pub(super) fn push_host_fields(
+    index: &ProjectIndex,
+    class: ClassId,
+    receiver: &str,
+    found: &mut Vec<AttributeType>,
+) {
+    for (field, ty) in &index.class_summary(class).host_fields {
+        if !found
+            .iter()
+            .any(|f| f.receiver == receiver && f.field == *field)
+        {
+            found.push(AttributeType {
+                receiver: receiver.to_string(),
+                field: field.clone(),
+                ty: *ty,
+            });
+        }
+    }
 }
