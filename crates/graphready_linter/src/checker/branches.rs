@@ -56,7 +56,7 @@ impl<'a> Checker<'a> {
         // A clause off under the defaults binds nothing the code after the statement sees.
         // Nor does a clause that leaves (`return`, `raise`, `continue`, `break`).
         let body_off = guards::off_by_default(&self.model, self.settings, &if_stmt.test)
-            || leaves(&if_stmt.body);
+            || body_always_exits(&if_stmt.body);
         let branches = !if_stmt.elif_else_clauses.is_empty()
             || narrowing.is_some()
             || device.is_some()
@@ -86,7 +86,7 @@ impl<'a> Checker<'a> {
             guards::safe_when(&self.model, self.settings, &if_stmt.test, true);
         let mut earlier_false_prefill = self.model.prefill_when(&if_stmt.test, true);
         for clause in &if_stmt.elif_else_clauses {
-            let off = leaves(&clause.body)
+            let off = body_always_exits(&clause.body)
                 || clause
                     .test
                     .as_ref()
@@ -172,15 +172,6 @@ pub(super) fn only_raises(body: &[Stmt]) -> bool {
 }
 
 pub(super) fn body_always_exits(body: &[Stmt]) -> bool {
-    matches!(
-        body.last(),
-        Some(Stmt::Return(_) | Stmt::Raise(_) | Stmt::Continue(_) | Stmt::Break(_))
-    )
-}
-
-/// Whether a clause's body always leaves the code after its statement: it ends in `return`,
-/// `raise`, `continue` or `break`.
-fn leaves(body: &[Stmt]) -> bool {
     matches!(
         body.last(),
         Some(Stmt::Return(_) | Stmt::Raise(_) | Stmt::Continue(_) | Stmt::Break(_))

@@ -313,17 +313,7 @@ impl<'s> HotPath<'s> {
             .chain(&drivers)
             .copied();
         let mut attribute_types = attribute_types;
-        for (node, found) in param_classes::attribute_types(&index, reached) {
-            let known = attribute_types.entry(node).or_default();
-            for field in found {
-                if !known
-                    .iter()
-                    .any(|k| k.receiver == field.receiver && k.field == field.field)
-                {
-                    known.push(field);
-                }
-            }
-        }
+        param_classes::add_attribute_types(&index, reached, &mut attribute_types);
         let call_returns = returns::call_returns(&index, captured.keys().chain(stalled.keys()));
         let mut eager: Vec<NodeId> = eager.into_iter().collect();
         eager.sort();

@@ -10,12 +10,13 @@ use super::index::{ClassId, NodeId, ProjectIndex};
 use crate::semantic::AttributeType;
 use rustc_hash::FxHashMap;
 
-/// The host-data fields read through unannotated parameters, by the classes every reached call
-/// site passes them, for every function with one.
-pub(super) fn attribute_types(
+/// Adds to `out` the host-data fields read through unannotated parameters, by the classes
+/// every reached call site passes them.
+pub(super) fn add_attribute_types(
     index: &ProjectIndex,
     callers: impl Iterator<Item = NodeId>,
-) -> FxHashMap<NodeId, Vec<AttributeType>> {
+    out: &mut FxHashMap<NodeId, Vec<AttributeType>>,
+) {
     let mut passed: FxHashMap<(NodeId, &str), Option<Vec<ClassId>>> = FxHashMap::default();
     for caller in callers {
         let sites = &index.function(caller).calls;
@@ -60,21 +61,14 @@ pub(super) fn attribute_types(
             }
         }
     }
-    let mut out: FxHashMap<NodeId, Vec<AttributeType>> = FxHashMap::default();
     for ((callee, param), classes) in passed {
         let Some(classes) = classes else {
             continue;
         };
-        let mut found = Vec::new();
         for class in classes.iter().flat_map(|&class| index.lineage(class, 16)) {
-            super::properties::push_host_fields(index, class, param, &mut found);
-        }
-        if !found.is_empty() {
-            out.entry(callee).or_default().extend(found);
+            let known = out.entry(callee).or_default();
+            super::properties::push_host_fields(index, class, param, known);
         }
     }
-    for found in out.values_mut() {
-        found.sort_by(|a, b| (&a.receiver, &a.field).cmp(&(&b.receiver, &b.field)));
-    }
-    out
+    out.retain(|_, known| !known.is_empty());
 }
