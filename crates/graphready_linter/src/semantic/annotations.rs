@@ -159,17 +159,7 @@ impl<'a> SemanticModel<'a> {
                     | "narrow" | "int" | "long" | "float" | "half" | "bool" | "clone"
                     | "detach" | "t" | "transpose" | "permute" | "expand" | "unflatten" => true,
                     // A dtype conversion (`.to(torch.int32)`), not a move.
-                    "to" => {
-                        call.arguments.keywords.iter().all(|k| {
-                            k.arg.as_ref().is_some_and(|arg| {
-                                matches!(arg.as_str(), "dtype" | "copy" | "non_blocking")
-                            })
-                        }) && call.arguments.args.iter().all(|arg| {
-                            matches!(arg, Expr::Attribute(dtype)
-                                if dtype.attr.as_str() != "device"
-                                    && matches!(&*dtype.value, Expr::Name(module) if module.id.as_str() == "torch"))
-                        })
-                    }
+                    "to" => self.is_dtype_conversion(call),
                     _ => false,
                 };
                 if keeps_memory {

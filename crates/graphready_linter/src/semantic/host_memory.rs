@@ -115,10 +115,13 @@ impl SemanticModel<'_> {
 
     /// `.cpu()`, `.to("cpu")` and `.to(dtype)` of a host tensor stay in host memory.
     fn stays_on_host(&self, call: &ast::ExprCall, method: &str) -> bool {
-        method == "cpu"
-            || is_cpu_move(call)
-            || (keyword(call, "device").is_none()
-                && call.arguments.args.iter().all(|arg| self.is_dtype(arg)))
+        method == "cpu" || is_cpu_move(call) || self.is_dtype_conversion(call)
+    }
+
+    /// `.to(dtype)`: no device named, every positional argument a dtype.
+    pub(super) fn is_dtype_conversion(&self, call: &ast::ExprCall) -> bool {
+        keyword(call, "device").is_none()
+            && call.arguments.args.iter().all(|arg| self.is_dtype(arg))
     }
 
     /// A dtype: `torch.float32`, `x.dtype`, a name `dtype`.
