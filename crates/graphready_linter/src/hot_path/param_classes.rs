@@ -8,7 +8,7 @@
 use super::args::{bound, param_of};
 use super::index::{ClassId, NodeId, ProjectIndex};
 use crate::semantic::AttributeType;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Adds to `out` the host-data fields read through unannotated parameters, by the classes
 /// every reached call site passes them.
@@ -17,11 +17,23 @@ pub(super) fn add_attribute_types(
     callers: impl Iterator<Item = NodeId>,
     out: &mut FxHashMap<NodeId, Vec<AttributeType>>,
 ) {
-    let mut passed: FxHashMap<(NodeId, &str), Option<Vec<ClassId>>> = FxHashMap::default();
-    for caller in callers {
+    let callers: Vec<NodeId> = callers.collect();
+    // The callees some reached site passes an argument of a known type: only their parameters
+    // are worth deciding.
+    let mut candidates: FxHashSet<NodeId> = FxHashSet::default();
+    for &caller in &callers {
         let sites = &index.function(caller).calls;
         for (site, callees) in sites.iter().zip(index.resolved_sites(caller)) {
-            for &callee in callees.iter() {
+            if !site.typed_args.is_empty() {
+                candidates.extend(callees.iter().copied());
+            }
+        }
+    }
+    let mut passed: FxHashMap<(NodeId, &str), Option<Vec<ClassId>>> = FxHashMap::default();
+    for &caller in &callers {
+        let sites = &index.function(caller).calls;
+        for (site, callees) in sites.iter().zip(index.resolved_sites(caller)) {
+            for &callee in callees.iter().filter(|callee| candidates.contains(callee)) {
                 let function = index.function(callee);
                 let bound = bound(&site.target);
                 let keys = site

@@ -20,38 +20,38 @@ pub(super) fn property_reads(index: &ProjectIndex) -> FxHashMap<NodeId, Vec<Prop
         .filter(|function| function.property && function.host_sync.is_some())
         .filter_map(|function| function.qualname.rsplit('.').next())
         .collect();
-    let mut reads = FxHashMap::default();
     if names.is_empty() {
-        return reads;
+        return FxHashMap::default();
     }
     let mut names: Vec<&str> = names.into_iter().collect();
     names.sort_unstable();
-    for node in index.nodes() {
-        let mut found = Vec::new();
-        for (param, classes) in typed_params(index, node) {
-            for class in classes {
-                for name in &names {
-                    let Some(property) = index.method_in_class(class, name) else {
-                        continue;
-                    };
-                    let summary = index.function(property);
-                    if let (true, Some(code)) = (summary.property, summary.host_sync) {
-                        found.push(PropertyRead {
-                            receiver: param.to_string(),
-                            attribute: (*name).to_string(),
-                            property: summary.qualname.clone(),
-                            code,
-                        });
+    let nodes: Vec<NodeId> = index.nodes().collect();
+    nodes
+        .into_par_iter()
+        .filter_map(|node| {
+            let mut found = Vec::new();
+            for (param, classes) in typed_params(index, node) {
+                for class in classes {
+                    for name in &names {
+                        let Some(property) = index.method_in_class(class, name) else {
+                            continue;
+                        };
+                        let summary = index.function(property);
+                        if let (true, Some(code)) = (summary.property, summary.host_sync) {
+                            found.push(PropertyRead {
+                                receiver: param.to_string(),
+                                attribute: (*name).to_string(),
+                                property: summary.qualname.clone(),
+                                code,
+                            });
+                        }
                     }
                 }
             }
-        }
-        if !found.is_empty() {
             found.dedup();
-            reads.insert(node, found);
-        }
-    }
-    reads
+            (!found.is_empty()).then_some((node, found))
+        })
+        .collect()
 }
 
 /// A function's parameters that are instances of project classes (by annotation, or `self` of
