@@ -280,6 +280,9 @@ impl<'a> SemanticModel<'a> {
             }
         }
         self.bind_target(target, ty);
+        if let Expr::Attribute(attribute) = target {
+            self.learn_self_attribute(attribute, ty);
+        }
         if let Expr::Name(name) = target {
             if matches!(ty, Ty::Tensor | Ty::Unknown) && self.is_bool_tensor(value) {
                 self.current().bool_tensors.insert(name.id.as_str());

@@ -69,6 +69,7 @@ impl<'a> SemanticModel<'a> {
                     collect_self_assignments(&method.body, self_name, &mut assignments);
                     let resets = method.name.id.as_str() != "__init__";
                     for (name, value) in assignments {
+                        *info.assignments.entry(name).or_default() += 1;
                         if resets {
                             if matches!(value, Some(Expr::NoneLiteral(_))) {
                                 info.resets.push(name);

@@ -73,6 +73,8 @@ pub struct ClassInfo<'a> {
     /// Attributes every method sets from an environment flag declared off by default
     /// (`self.trace = envs.SGLANG_TRACE.get()`): a switch kept on the instance.
     pub off_flags: Vec<&'a str>,
+    /// How many assignments to each attribute the class's methods make.
+    pub assignments: FxHashMap<&'a str, u32>,
 }
 
 /// The values bindings replaced, in order, whether the name was bound to the host device then,
@@ -434,6 +436,35 @@ impl<'a> SemanticModel<'a> {
     pub fn define_class(&mut self, name: &'a str, info: ClassInfo<'a>) {
         self.invalidate();
         self.classes.insert(name, info);
+    }
+
+    /// `self.x = value` in a method of a class defined in this module, `value` typed `ty` where
+    /// the method's locals are known: the attribute's only assignment makes it a host tensor
+    /// (or array) when the class scan, which sees the method's parameters but not its locals,
+    /// could not tell (`self._world_points = camera_points @ rotation.T`).
+    pub fn learn_self_attribute(&mut self, target: &ast::ExprAttribute, ty: Ty) {
+        if !(ty.is_host_tensor() || ty == Ty::Array) {
+            return;
+        }
+        let Some((class, self_name)) = self.self_class() else {
+            return;
+        };
+        if !matches!(&*target.value, Expr::Name(name) if name.id.as_str() == self_name) {
+            return;
+        }
+        let Some(info) = self.classes.get_mut(class) else {
+            return;
+        };
+        let attr = target.attr.id.as_str();
+        if info.assignments.get(attr) != Some(&1) {
+            return;
+        }
+        if let Some(known) = info.attributes.get_mut(attr) {
+            if matches!(*known, Ty::Unknown | Ty::Tensor) {
+                *known = ty;
+                self.invalidate();
+            }
+        }
     }
 
     /// The attributes of a class defined in this module that its methods bind to host tensors
