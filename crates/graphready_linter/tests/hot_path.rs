@@ -340,6 +340,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["MoE.forward", "QuantExperts.forward"],
             ),
+            // The encoder a model builds is captured; the filterbank only the feature extractor
+            // builds (lazily) runs on the host as it prepares a request (line 13: not reported).
+            finding(
+                "engine/features.py",
+                34,
+                "GR101",
+                "capture",
+                &["AudioModel.forward", "AudioEncoder.forward"],
+            ),
             finding(
                 "engine/generation.py",
                 29,
@@ -654,6 +663,8 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/batch.py", 26),
             // An eager break of a breakable graph (`@eager_on_graph`).
             ("engine/breakable.py", 20),
+            // The filterbank module only a feature extractor builds.
+            ("engine/features.py", 13),
             ("engine/generation.py", 15),
             // A public method the project defines once, called on a module a lookup returns:
             // some library object's method of that name may be what runs, so the graph search

@@ -441,7 +441,7 @@ impl<'a> SemanticModel<'a> {
     /// `self.x = value` in a method of a class defined in this module, `value` typed `ty` where
     /// the method's locals are known: the attribute's only assignment makes it a host tensor
     /// (or array) when the class scan, which sees the method's parameters but not its locals,
-    /// could not tell (`self._world_points = camera_points @ rotation.T`).
+    /// could not tell (`table = torch.tensor(rows)`, then `self.table = table.unsqueeze(0)`).
     pub fn learn_self_attribute(&mut self, target: &ast::ExprAttribute, ty: Ty) {
         if !(ty.is_host_tensor() || ty == Ty::Array) {
             return;

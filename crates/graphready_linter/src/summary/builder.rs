@@ -323,6 +323,7 @@ impl<'a> SummaryBuilder<'a> {
             markers,
             calls: Vec::new(),
             guarded_invocations: Vec::new(),
+            guarded_constructions: Vec::new(),
             tuple_returns: None,
             captured_calls: Vec::new(),
             capture_blocks: Vec::new(),

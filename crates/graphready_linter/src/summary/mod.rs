@@ -186,6 +186,9 @@ pub struct FunctionSummary {
     /// eager block, `if not torch.cuda.is_current_stream_capturing():`): reach does not flow
     /// through them, but the module is called, so it is no outermost model of its own.
     pub guarded_invocations: Vec<CallTarget>,
+    /// Classes constructed where the code does not run every step (a lazily built module: `if
+    /// self._filterbank is None: fb = FilterbankFeatures(...)`): who builds a class.
+    pub guarded_constructions: Vec<Ref>,
     /// Calls made inside `with torch.cuda.graph(...)` blocks of this function: capture sites.
     pub captured_calls: Vec<CallSite>,
     /// Line ranges (inclusive) of `with torch.cuda.graph(...)` bodies in this function.

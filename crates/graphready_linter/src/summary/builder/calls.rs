@@ -206,6 +206,7 @@ impl SummaryBuilder<'_> {
         }
         if !in_captured_code {
             self.guarded_invocation(call);
+            self.guarded_construction(model, call);
             return;
         }
         if let Expr::Name(name) = &*call.func {
@@ -336,6 +337,22 @@ impl SummaryBuilder<'_> {
         let targets = self.invocations_of(&call.func);
         if let Some(function) = self.building.last_mut() {
             function.guarded_invocations.extend(targets);
+        }
+    }
+
+    /// A class constructed in guarded code: see
+    /// [`crate::summary::FunctionSummary::guarded_constructions`].
+    fn guarded_construction(&mut self, model: &SemanticModel, call: &ast::ExprCall) {
+        let capitalised = crate::util::last_segment(&call.func)
+            .is_some_and(|name| name.starts_with(|c: char| c.is_ascii_uppercase()));
+        if !capitalised {
+            return;
+        }
+        let Some(reference) = self.reference(model, &call.func) else {
+            return;
+        };
+        if let Some(function) = self.building.last_mut() {
+            function.guarded_constructions.push(reference);
         }
     }
 

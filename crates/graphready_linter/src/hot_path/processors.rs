@@ -1,0 +1,114 @@
+//! Modules a processor runs. A `transformers` processor or feature extractor prepares a
+//! request's inputs on the host before the engine batches them (vLLM's Cohere ASR feature
+//! extractor builds a `FilterbankFeatures` module and runs it on the raw audio): a module class
+//! that only such classes construct is not a model the engine captures, so its `forward` is no
+//! default entry point.
+
+use super::index::{ClassId, NodeId, ProjectIndex};
+use crate::summary::{CallTarget, FunctionSummary, Ref};
+use rayon::prelude::*;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// The `transformers` bases of processors, feature extractors and image or video processors.
+const PROCESSING_BASES: &[&str] = &[
+    "ProcessorMixin",
+    "FeatureExtractionMixin",
+    "SequenceFeatureExtractor",
+    "ImageProcessingMixin",
+    "BaseImageProcessor",
+    "BaseImageProcessorFast",
+    "BaseVideoProcessor",
+];
+
+/// Of `classes`, those that some processor's method constructs and nothing else does.
+pub(super) fn processor_built(
+    index: &ProjectIndex,
+    classes: &FxHashSet<ClassId>,
+) -> FxHashSet<ClassId> {
+    let nodes: Vec<NodeId> = index.nodes().collect();
+    let mut processors: FxHashMap<ClassId, bool> = FxHashMap::default();
+    let mut is_processor_method = |node: NodeId| {
+        index
+            .function(node)
+            .class
+            .as_deref()
+            .and_then(|owner| index.class_named(node.module, owner))
+            .is_some_and(|owner| {
+                *processors
+                    .entry(owner)
+                    .or_insert_with(|| is_processor(index, owner))
+            })
+    };
+    // What the processors' methods construct.
+    let by_processors: Vec<NodeId> = nodes
+        .iter()
+        .copied()
+        .filter(|&node| index.function(node).class.is_some() && is_processor_method(node))
+        .collect();
+    let mut built: FxHashSet<ClassId> = by_processors
+        .iter()
+        .flat_map(|&node| constructed(index, node, classes, None))
+        .collect();
+    if built.is_empty() {
+        return built;
+    }
+    let processor_nodes: FxHashSet<NodeId> = by_processors.into_iter().collect();
+    let names: FxHashSet<&str> = built
+        .iter()
+        .map(|&class| last(&index.class_summary(class).name))
+        .collect();
+    // Less what anything else constructs.
+    let elsewhere: Vec<ClassId> = nodes
+        .into_par_iter()
+        .filter(|node| !processor_nodes.contains(node))
+        .flat_map_iter(|node| constructed(index, node, &built, Some(&names)))
+        .collect();
+    for class in elsewhere {
+        built.remove(&class);
+    }
+    built
+}
+
+/// The classes of `classes` a function constructs (in code that runs every step or not), by
+/// calls whose name is one of `names` when given.
+fn constructed(
+    index: &ProjectIndex,
+    node: NodeId,
+    classes: &FxHashSet<ClassId>,
+    names: Option<&FxHashSet<&str>>,
+) -> Vec<ClassId> {
+    let function: &FunctionSummary = index.function(node);
+    function
+        .calls
+        .iter()
+        .chain(&function.captured_calls)
+        .filter_map(|site| match &site.target {
+            CallTarget::Function(reference) => Some(reference),
+            _ => None,
+        })
+        .chain(&function.guarded_constructions)
+        .filter(|reference| {
+            let (Ref::Local(name) | Ref::Qualified(name)) = reference;
+            names.is_none_or(|names| names.contains(last(name)))
+        })
+        .filter_map(|reference| index.class_of(node.module, reference))
+        .filter(|class| classes.contains(class))
+        .collect()
+}
+
+/// Whether a class derives from a processing base of `transformers`.
+fn is_processor(index: &ProjectIndex, class: ClassId) -> bool {
+    index.lineage(class, 16).into_iter().any(|class| {
+        index
+            .class_summary(class)
+            .bases
+            .iter()
+            .any(|base| match base {
+                Ref::Local(name) | Ref::Qualified(name) => PROCESSING_BASES.contains(&last(name)),
+            })
+    })
+}
+
+fn last(name: &str) -> &str {
+    name.rsplit('.').next().unwrap_or(name)
+}
