@@ -180,7 +180,7 @@ fn given(site: &CallSite, lands: impl Fn(&ArgKey) -> bool) -> Option<Passed> {
 }
 
 /// The last part of a qualified name (`method` of `Class.method`): what calls spell.
-fn last_name(qualname: &str) -> &str {
+pub(super) fn last_name(qualname: &str) -> &str {
     qualname.rsplit_once('.').map_or(qualname, |(_, last)| last)
 }
 

@@ -324,6 +324,11 @@ impl<'s> ProjectIndex<'s> {
             .map(|&index| (module, index))
     }
 
+    /// The class a method is defined in.
+    pub(super) fn method_class(&self, node: NodeId) -> Option<ClassId> {
+        self.class_named(node.module, self.function(node).class.as_deref()?)
+    }
+
     pub fn nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
         self.modules
             .iter()

@@ -225,15 +225,16 @@ impl<'s> HotPath<'s> {
             );
         }
         // A module only processors build runs on the host as they prepare a request's inputs.
-        let class_of = |node: NodeId| {
-            let class = index.function(node).class.as_deref()?;
-            index.class_named(node.module, class)
-        };
-        let default_classes: FxHashSet<_> =
-            defaults.iter().filter_map(|e| class_of(e.node)).collect();
+        let default_classes: FxHashSet<_> = defaults
+            .iter()
+            .filter_map(|entry| index.method_class(entry.node))
+            .collect();
         let processor_built = processors::processor_built(&index, &default_classes);
-        defaults
-            .retain(|entry| !class_of(entry.node).is_some_and(|c| processor_built.contains(&c)));
+        defaults.retain(|entry| {
+            !index
+                .method_class(entry.node)
+                .is_some_and(|class| processor_built.contains(&class))
+        });
         // Module forwards that no other function calls go first, so that a chain starts at the
         // outermost model rather than at the layer that holds the finding.
         let called = index.called_through("forward");

@@ -4,6 +4,7 @@
 //! that only such classes construct is not a model the engine captures, so its `forward` is no
 //! default entry point.
 
+use super::constants::last_name;
 use super::index::{ClassId, NodeId, ProjectIndex};
 use crate::summary::{CallTarget, FunctionSummary, Ref};
 use rayon::prelude::*;
@@ -28,22 +29,17 @@ pub(super) fn processor_built(
     let nodes: Vec<NodeId> = index.nodes().collect();
     let mut processors: FxHashMap<ClassId, bool> = FxHashMap::default();
     let mut is_processor_method = |node: NodeId| {
-        index
-            .function(node)
-            .class
-            .as_deref()
-            .and_then(|owner| index.class_named(node.module, owner))
-            .is_some_and(|owner| {
-                *processors
-                    .entry(owner)
-                    .or_insert_with(|| is_processor(index, owner))
-            })
+        index.method_class(node).is_some_and(|owner| {
+            *processors
+                .entry(owner)
+                .or_insert_with(|| is_processor(index, owner))
+        })
     };
     // What the processors' methods construct.
     let by_processors: Vec<NodeId> = nodes
         .iter()
         .copied()
-        .filter(|&node| index.function(node).class.is_some() && is_processor_method(node))
+        .filter(|&node| is_processor_method(node))
         .collect();
     let mut built: FxHashSet<ClassId> = by_processors
         .iter()
@@ -55,7 +51,7 @@ pub(super) fn processor_built(
     let processor_nodes: FxHashSet<NodeId> = by_processors.into_iter().collect();
     let names: FxHashSet<&str> = built
         .iter()
-        .map(|&class| last(&index.class_summary(class).name))
+        .map(|&class| last_name(&index.class_summary(class).name))
         .collect();
     // Less what anything else constructs.
     let elsewhere: Vec<ClassId> = nodes
@@ -89,7 +85,7 @@ fn constructed(
         .chain(&function.guarded_constructions)
         .filter(|reference| {
             let (Ref::Local(name) | Ref::Qualified(name)) = reference;
-            names.is_none_or(|names| names.contains(last(name)))
+            names.is_none_or(|names| names.contains(last_name(name)))
         })
         .filter_map(|reference| index.class_of(node.module, reference))
         .filter(|class| classes.contains(class))
@@ -104,11 +100,9 @@ fn is_processor(index: &ProjectIndex, class: ClassId) -> bool {
             .bases
             .iter()
             .any(|base| match base {
-                Ref::Local(name) | Ref::Qualified(name) => PROCESSING_BASES.contains(&last(name)),
+                Ref::Local(name) | Ref::Qualified(name) => {
+                    PROCESSING_BASES.contains(&last_name(name))
+                }
             })
     })
-}
-
-fn last(name: &str) -> &str {
-    name.rsplit('.').next().unwrap_or(name)
 }

@@ -68,12 +68,9 @@ fn typed_params<'i>(index: &'i ProjectIndex, node: NodeId) -> Vec<(&'i str, Vec<
                     index.type_of_ref(node.module, annotation).classes
                 }
                 // `self` of a method.
-                None if position == 0 && param.name == "self" => function
-                    .class
-                    .as_deref()
-                    .and_then(|class| index.class_named(node.module, class))
-                    .into_iter()
-                    .collect(),
+                None if position == 0 && param.name == "self" => {
+                    index.method_class(node).into_iter().collect()
+                }
                 // An override's unannotated parameter: what the method it overrides says.
                 None if position > 0 => index.inherited_param_type(node, &param.name)?,
                 _ => return None,

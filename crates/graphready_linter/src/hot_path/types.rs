@@ -395,7 +395,7 @@ impl ProjectIndex<'_> {
     /// that leaves `batch` bare where the base says `batch: InputBatch`).
     pub(super) fn inherited_param_type(&self, node: NodeId, param: &str) -> Option<Vec<ClassId>> {
         let function = self.function(node);
-        let class = self.class_named(node.module, function.class.as_deref()?)?;
+        let class = self.method_class(node)?;
         let method = function.qualname.rsplit('.').next()?;
         let lineage = self.lineage(class, 16);
         lineage.into_iter().skip(1).find_map(|base| {
