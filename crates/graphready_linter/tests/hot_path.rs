@@ -560,6 +560,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["EmbedRunner.run", "ImageTextModel.embed_tokens"],
             ),
+            // The stage that runs the model is a step of its own; the stage base's `__call__`,
+            // which dispatches to every stage's `forward`, is no step for that (see the cold list).
+            finding(
+                "engine/stages.py",
+                23,
+                "GR105",
+                "stall",
+                &["GenerateStage.forward"]
+            ),
             // The switch a caller turns on (`fast=True`); the check no caller turns on, the
             // output no caller passes and the capture-time branch only set-up takes are not
             // reached (see the cold list).
@@ -681,6 +690,9 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             // Idle housekeeping (`on_idle`): no step runs meanwhile.
             ("engine/runner.py", 104),
             ("engine/runner.py", 108),
+            // A stage after the steps: the base's `__call__` running its `forward` is the
+            // object's call protocol, no step.
+            ("engine/stages.py", 29),
             // Branches no call in the project takes: `if check:` and `if out is not None:` with
             // every call leaving the defaults, `if in_capture:` passed `True` only by set-up.
             ("engine/switches.py", 12),

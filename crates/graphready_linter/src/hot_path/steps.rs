@@ -9,7 +9,7 @@
 
 use super::index::{NodeId, ProjectIndex};
 use super::Entry;
-use crate::summary::{EntryReason, ModuleSummary};
+use crate::summary::{CallTarget, EntryReason, ModuleSummary};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 
@@ -338,6 +338,7 @@ pub(super) fn find(
             }
             let call = &index.function(caller).calls[site];
             if !index.may_drive_steps(caller)
+                || forwards_own_call(&index.function(caller).qualname, &call.target)
                 || !index.resolve(caller.module, &call.target).contains(&callee)
                 || (!index.function(caller).runs_model_in_loop && index.calls_decode_loop(caller))
             {
@@ -361,6 +362,16 @@ pub(super) fn find(
         }
     }
     steps
+}
+
+/// Whether a call is `self.forward(...)` in a class's own `__call__`: the object's call
+/// protocol, dispatched to every subclass's `forward`. That one subclass's forward runs the model
+/// says nothing of how often the others run (a pipeline's stages run once per request, and only
+/// their denoising loop every step), so the upward search does not climb through it: the
+/// protocol's own callers decide.
+fn forwards_own_call(caller: &str, target: &CallTarget) -> bool {
+    caller.rsplit('.').next() == Some("__call__")
+        && matches!(target, CallTarget::SelfMethod { method, .. } if method == "forward")
 }
 
 /// The functions a driver's loop bodies call: they run every step.

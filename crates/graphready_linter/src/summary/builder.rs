@@ -18,6 +18,7 @@ mod calls;
 mod classes;
 mod custom_ops;
 mod lookups;
+mod model_runs;
 mod returns;
 mod types;
 

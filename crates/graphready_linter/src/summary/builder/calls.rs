@@ -219,7 +219,7 @@ impl SummaryBuilder<'_> {
                 }
             }
         }
-        if self.capture_depth == 0 && runs_model(call, self.method_self.is_some()) {
+        if self.capture_depth == 0 && self.runs_model(call) {
             let in_loop = self.loop_depths.last().is_some_and(|depth| *depth > 0);
             let in_while = self.while_depths.last().is_some_and(|depth| *depth > 0);
             if let Some(function) = self.building.last_mut() {
@@ -445,20 +445,6 @@ impl SummaryBuilder<'_> {
                 });
             }
         }
-    }
-}
-
-/// Whether a call runs a model: `x.forward(...)`, `self.model(...)`, `model(...)`,
-/// `model_forward(...)`, and `self(...)` in a method (a model calling itself, as generation
-/// mixins do).
-fn runs_model(call: &ast::ExprCall, in_method: bool) -> bool {
-    match &*call.func {
-        Expr::Attribute(attribute) => matches!(attribute.attr.id.as_str(), "forward" | "model"),
-        Expr::Name(name) => {
-            let name = name.id.as_str();
-            matches!(name, "model" | "model_forward") || (in_method && name == "self")
-        }
-        _ => false,
     }
 }
 

@@ -1,0 +1,42 @@
+//! Which calls run a model: the seeds of the per-step host path (`hot_path::steps`).
+
+use super::SummaryBuilder;
+use ruff_python_ast::{self as ast, Expr};
+
+impl SummaryBuilder<'_> {
+    /// Whether a call runs a model (see [`calls_a_model`]), other than a class's `__call__`
+    /// running its own `forward`.
+    pub(super) fn runs_model(&self, call: &ast::ExprCall) -> bool {
+        calls_a_model(call, self.method_self.is_some()) && !self.forwards_own_call(call)
+    }
+
+    /// Whether a call is `self.forward(...)` in the class's own `__call__`: the object's call
+    /// protocol (what `nn.Module.__call__` does for modules), not a run of a model; see
+    /// `hot_path::steps::forwards_own_call`.
+    fn forwards_own_call(&self, call: &ast::ExprCall) -> bool {
+        let Expr::Attribute(attribute) = &*call.func else {
+            return false;
+        };
+        attribute.attr.id.as_str() == "forward"
+            && matches!((&*attribute.value, &self.method_self),
+                (Expr::Name(receiver), Some((_, own))) if receiver.id.as_str() == *own)
+            && self
+                .building
+                .last()
+                .is_some_and(|function| function.qualname.rsplit('.').next() == Some("__call__"))
+    }
+}
+
+/// Whether a call runs a model: `x.forward(...)`, `self.model(...)`, `model(...)`,
+/// `model_forward(...)`, and `self(...)` in a method (a model calling itself, as generation
+/// mixins do).
+fn calls_a_model(call: &ast::ExprCall, in_method: bool) -> bool {
+    match &*call.func {
+        Expr::Attribute(attribute) => matches!(attribute.attr.id.as_str(), "forward" | "model"),
+        Expr::Name(name) => {
+            let name = name.id.as_str();
+            matches!(name, "model" | "model_forward") || (in_method && name == "self")
+        }
+        _ => false,
+    }
+}
