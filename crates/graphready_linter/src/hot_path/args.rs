@@ -205,7 +205,9 @@ pub(super) fn param_of<'f>(
         .is_some_and(|p| matches!(p.name.as_str(), "self" | "cls"));
     let offset = usize::from(bound && takes_self);
     match arg {
-        ArgKey::Position(i) => params.get(i + offset),
+        // Past the positional parameters, arguments by position land in `*args`, never in a
+        // keyword-only parameter (`def run(module, *inputs, use_checkpointing=False)`).
+        ArgKey::Position(i) => params.get(i + offset).filter(|p| !p.keyword_only),
         ArgKey::Keyword(name) => params.iter().find(|p| *p.name == **name),
     }
 }
