@@ -40,6 +40,25 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// `body if test else orelse`: each branch guarded as an `if` clause is, and under the
+    /// tests of the function's parameters it makes.
+    pub(super) fn visit_if_expr(&mut self, if_expr: &'a ast::ExprIf) {
+        let test = &*if_expr.test;
+        self.visit_expr(test);
+        self.summary.judged(test);
+        for (branch, negated) in [(&*if_expr.body, false), (&*if_expr.orelse, true)] {
+            let safe = guards::safe_when(&self.model, self.settings, test, negated)
+                || guards::mirror_fallback(test, negated, &[]);
+            let entered = self
+                .summary
+                .enter_param_guard_expr(&self.model, branch, test, negated);
+            self.safe_depth += u32::from(safe);
+            self.visit_expr(branch);
+            self.safe_depth -= u32::from(safe);
+            self.summary.exit_param_guard(entered);
+        }
+    }
+
     pub(super) fn visit_if(&mut self, if_stmt: &'a ast::StmtIf) {
         self.visit_expr(&if_stmt.test);
         self.truth_test(&if_stmt.test);

@@ -544,18 +544,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 return;
             }
             Expr::If(if_expr) => {
-                self.visit_expr(&if_expr.test);
-                self.summary.judged(&if_expr.test);
-                let body_safe = guards::safe_when(&self.model, self.settings, &if_expr.test, false)
-                    || guards::mirror_fallback(&if_expr.test, false, &[]);
-                let else_safe = guards::safe_when(&self.model, self.settings, &if_expr.test, true)
-                    || guards::mirror_fallback(&if_expr.test, true, &[]);
-                self.safe_depth += u32::from(body_safe);
-                self.visit_expr(&if_expr.body);
-                self.safe_depth -= u32::from(body_safe);
-                self.safe_depth += u32::from(else_safe);
-                self.visit_expr(&if_expr.orelse);
-                self.safe_depth -= u32::from(else_safe);
+                self.visit_if_expr(if_expr);
                 rules::expression(self, expr);
                 return;
             }

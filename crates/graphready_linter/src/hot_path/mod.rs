@@ -417,13 +417,14 @@ impl<'s> HotPath<'s> {
             return;
         };
         let line = diagnostic.span.start.line;
+        let column = diagnostic.span.start.column;
         let summary = self.index.function(node);
         // A branch the constant parameters rule out never runs.
         if let Some(params) = self.constants.get(&node) {
             let tests = summary
                 .param_blocks
                 .iter()
-                .filter(|block| (block.lines.0..=block.lines.1).contains(&line));
+                .filter(|block| block.contains(line, column));
             if constants::rules_out(params, tests.map(|b| (&*b.param, b.test))) {
                 return;
             }

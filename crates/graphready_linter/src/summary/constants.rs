@@ -167,13 +167,23 @@ impl ParamTest {
     }
 }
 
-/// Lines of a function that run only when a test of one of its parameters passes.
+/// Code of a function that runs only when a test of one of its parameters passes: the lines
+/// of an `if` statement's clause, or a branch of a conditional expression (`x.cpu() if
+/// in_capture else x_cpu`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamBlock {
-    /// Inclusive.
-    pub lines: (u32, u32),
+    /// Where the code starts and ends, as (line, column), inclusive.
+    pub start: (u32, u32),
+    pub end: (u32, u32),
     pub param: Box<str>,
     pub test: ParamTest,
+}
+
+impl ParamBlock {
+    /// Whether the code holds a position (line, column).
+    pub fn contains(&self, line: u32, column: u32) -> bool {
+        (self.start..=self.end).contains(&(line, column))
+    }
 }
 
 /// What `test` evaluating to `!negated` says of the names it tests: `if a and not b:` runs

@@ -1,6 +1,6 @@
 //! Branches in the summary: the blocks that handle a batch's prefill work (see
 //! `semantic::prefill`) and those that run only when a test of a parameter passes (see
-//! `summary::constants`), as line ranges and as marks on the calls made in them.
+//! `summary::constants`), as source ranges and as marks on the calls made in them.
 
 use super::SummaryBuilder;
 use crate::semantic::SemanticModel;
@@ -48,6 +48,38 @@ impl SummaryBuilder<'_> {
         test: &Expr,
         negated: bool,
     ) -> usize {
+        let span = self
+            .block_lines(body)
+            .map(|(first, last)| ((first, 0), (last, u32::MAX)));
+        self.enter_guard(model, span, test, negated)
+    }
+
+    /// [`Self::enter_param_guard`] for a branch of a conditional expression.
+    pub(crate) fn enter_param_guard_expr(
+        &mut self,
+        model: &SemanticModel,
+        branch: &Expr,
+        test: &Expr,
+        negated: bool,
+    ) -> usize {
+        let span = Some((self.position(branch.start()), self.position(branch.end())));
+        self.enter_guard(model, span, test, negated)
+    }
+
+    /// The (line, column) of an offset, as findings give their positions.
+    fn position(&self, offset: ruff_text_size::TextSize) -> (u32, u32) {
+        let position = self.lines.line_column(offset, self.source);
+        let get = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        (get(position.line.get()), get(position.column.get()))
+    }
+
+    fn enter_guard(
+        &mut self,
+        model: &SemanticModel,
+        span: Option<((u32, u32), (u32, u32))>,
+        test: &Expr,
+        negated: bool,
+    ) -> usize {
         if self.returns_only {
             return 0;
         }
@@ -56,7 +88,6 @@ impl SummaryBuilder<'_> {
         if tests.is_empty() {
             return 0;
         }
-        let lines = self.block_lines(body);
         let (Some(function), Some(conditions)) =
             (self.building.last_mut(), self.param_conditions.last_mut())
         else {
@@ -73,9 +104,10 @@ impl SummaryBuilder<'_> {
             }
             conditions.push((name.into(), test));
             entered += 1;
-            if let Some(lines) = lines {
+            if let Some((start, end)) = span {
                 function.param_blocks.push(ParamBlock {
-                    lines,
+                    start,
+                    end,
                     param: name.into(),
                     test,
                 });

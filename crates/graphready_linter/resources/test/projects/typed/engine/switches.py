@@ -69,11 +69,17 @@ class Planner:
             self.max_len = batch.seq_lens.max().item()
         return batch
 
+    def bound(self, batch: ForwardBatch, in_capture: bool = False):
+        # The same in a conditional expression: the device read is the capture set-up's.
+        return batch.seq_lens.max().item() if in_capture else self.max_len
+
     def capture_graphs(self, batch: ForwardBatch):
         self.plan(batch, in_capture=True)
+        self.bound(batch, in_capture=True)
 
     def replay(self, batch: ForwardBatch):
         self.plan(batch)
+        self.bound(batch)
         self.graph.replay()
 
 
