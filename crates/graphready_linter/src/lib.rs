@@ -295,7 +295,8 @@ fn line_text<'s>(index: &LineIndex, source: &'s str, line: usize) -> &'s str {
         .unwrap_or("")
 }
 
-fn location(index: &LineIndex, source: &str, offset: TextSize) -> Location {
+/// Where an offset lies, as findings give it: line and column, both from 1.
+pub(crate) fn location(index: &LineIndex, source: &str, offset: TextSize) -> Location {
     let position = index.line_column(offset, source);
     Location {
         line: u32::try_from(position.line.get()).unwrap_or(u32::MAX),

@@ -68,9 +68,8 @@ impl SummaryBuilder<'_> {
 
     /// The (line, column) of an offset, as findings give their positions.
     fn position(&self, offset: ruff_text_size::TextSize) -> (u32, u32) {
-        let position = self.lines.line_column(offset, self.source);
-        let get = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-        (get(position.line.get()), get(position.column.get()))
+        let location = crate::location(&self.lines, self.source, offset);
+        (location.line, location.column)
     }
 
     fn enter_guard(
