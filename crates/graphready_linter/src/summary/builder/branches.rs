@@ -48,10 +48,11 @@ impl SummaryBuilder<'_> {
         test: &Expr,
         negated: bool,
     ) -> usize {
-        let span = self
-            .block_lines(body)
-            .map(|(first, last)| ((first, 0), (last, u32::MAX)));
-        self.enter_guard(model, span, test, negated)
+        self.enter_guard(model, test, negated, |builder| {
+            builder
+                .block_lines(body)
+                .map(|(first, last)| ((first, 0), (last, u32::MAX)))
+        })
     }
 
     /// [`Self::enter_param_guard`] for a branch of a conditional expression.
@@ -62,8 +63,12 @@ impl SummaryBuilder<'_> {
         test: &Expr,
         negated: bool,
     ) -> usize {
-        let span = Some((self.position(branch.start()), self.position(branch.end())));
-        self.enter_guard(model, span, test, negated)
+        self.enter_guard(model, test, negated, |builder| {
+            Some((
+                builder.position(branch.start()),
+                builder.position(branch.end()),
+            ))
+        })
     }
 
     /// The (line, column) of an offset, as findings give their positions.
@@ -72,12 +77,14 @@ impl SummaryBuilder<'_> {
         (location.line, location.column)
     }
 
+    /// `span`: where the guarded code starts and ends, asked for only when the test says
+    /// something of a parameter.
     fn enter_guard(
         &mut self,
         model: &SemanticModel,
-        span: Option<((u32, u32), (u32, u32))>,
         test: &Expr,
         negated: bool,
+        span: impl FnOnce(&Self) -> Option<((u32, u32), (u32, u32))>,
     ) -> usize {
         if self.returns_only {
             return 0;
@@ -87,6 +94,7 @@ impl SummaryBuilder<'_> {
         if tests.is_empty() {
             return 0;
         }
+        let span = span(self);
         let (Some(function), Some(conditions)) =
             (self.building.last_mut(), self.param_conditions.last_mut())
         else {
