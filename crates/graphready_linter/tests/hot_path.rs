@@ -303,6 +303,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["Resampler.forward"],
             ),
+            // A denoising loop runs the model every timestep: only its body runs every step.
+            // The router calling the stage's `forward` runs no model (see the cold list).
+            finding(
+                "engine/denoise.py",
+                18,
+                "GR104",
+                "stall",
+                &["DenoiseStage.forward"],
+            ),
             finding(
                 "engine/drafting.py",
                 26,
@@ -672,6 +681,10 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/batch.py", 26),
             // An eager break of a breakable graph (`@eager_on_graph`).
             ("engine/breakable.py", 20),
+            // Once per request: after the denoising loop, which a router runs through a stage's
+            // `forward`, and a stage extending a base stage that runs no model.
+            ("engine/denoise.py", 21),
+            ("engine/denoise.py", 33),
             // The filterbank module only a feature extractor builds.
             ("engine/features.py", 13),
             ("engine/generation.py", 15),

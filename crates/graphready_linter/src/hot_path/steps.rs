@@ -9,12 +9,16 @@
 
 use super::index::{NodeId, ProjectIndex};
 use super::Entry;
-use crate::summary::{CallTarget, EntryReason, ModuleSummary};
+use crate::summary::{CallTarget, EntryReason, ModelRun, ModuleSummary};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 
 /// How many callers the upward search visits at most.
 const MAX_CALLERS: usize = 4096;
+
+/// How many calls deep [`ProjectIndex::model_runs`] follows calls that look like model runs
+/// into the project's functions (wrappers of wrappers of the model).
+const MODEL_RUN_DEPTH: u8 = 3;
 
 /// First words of a name that start set-up (`init_weights`, `from_pretrained`) unless a later
 /// word names per-step work (`init_forward_metadata`, `ForwardBatch.init_new`,
@@ -248,7 +252,74 @@ impl ProjectIndex<'_> {
         self.resolved_sites(node)
             .iter()
             .flatten()
-            .any(|&callee| callee != node && self.function(callee).runs_model_until_done)
+            .any(|&callee| callee != node && self.model_runs(callee).until_done)
+    }
+}
+
+/// How a function runs a model outside any capture.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct ModelRuns {
+    /// Outside loops: the function is a step, or called by one.
+    pub once: bool,
+    /// Inside a loop: the function drives the steps.
+    pub in_loop: bool,
+    /// Inside a `while` loop: a decode loop that runs until the sequences finish.
+    pub until_done: bool,
+}
+
+impl ProjectIndex<'_> {
+    /// How a function runs a model: calls that look like a run (`x.forward(...)`,
+    /// `self.model(...)`) and resolve to nothing of the project, to a method of a class that is
+    /// or may be an `nn.Module`, or to a function that itself runs a model once or replays a
+    /// graph (a graph wrapper's `__call__`). A call that resolves only to other functions (a
+    /// pipeline stage's `forward` whose loop runs the model every timestep, `super().forward(...)`
+    /// of a stage that runs none) runs that function once, and what it does decides how often:
+    /// a router calling the denoising stage runs it once per request, not every step.
+    pub(super) fn model_runs(&self, node: NodeId) -> ModelRuns {
+        self.model_runs_within(node, MODEL_RUN_DEPTH)
+    }
+
+    fn model_runs_within(&self, node: NodeId, depth: u8) -> ModelRuns {
+        let function = self.function(node);
+        let mut runs = ModelRuns {
+            once: function.runs_model,
+            in_loop: function.runs_model_in_loop,
+            until_done: function.runs_model_until_done,
+        };
+        if function.calls.iter().all(|site| site.model_run.is_none()) {
+            return runs;
+        }
+        for (site, targets) in function.calls.iter().zip(self.resolved_sites(node)) {
+            let Some(run) = site.model_run else {
+                continue;
+            };
+            let runs_model = |&target: &NodeId| {
+                self.is_model_method(target)
+                    || depth > 0
+                        && (self.function(target).replays_graph
+                            || self.model_runs_within(target, depth - 1).once)
+            };
+            if !targets.is_empty() && !targets.iter().any(runs_model) {
+                continue;
+            }
+            match run {
+                ModelRun::Once => runs.once = true,
+                ModelRun::InLoop => runs.in_loop = true,
+                ModelRun::UntilDone => {
+                    runs.in_loop = true;
+                    runs.until_done = true;
+                }
+            }
+        }
+        runs
+    }
+
+    /// Whether a function is a method of a class that is or may be an `nn.Module`.
+    fn is_model_method(&self, node: NodeId) -> bool {
+        self.function(node)
+            .class
+            .as_deref()
+            .is_some_and(|class| self.is_module_class(node.module, class))
     }
 }
 
@@ -294,18 +365,19 @@ pub(super) fn find(
     let mut seen = FxHashSet::default();
     for node in index.nodes() {
         let function = index.function(node);
-        let seeds = function.runs_model_in_loop || function.runs_model || function.replays_graph;
+        let runs = index.model_runs(node);
+        let seeds = runs.in_loop || runs.once || function.replays_graph;
         if !seeds || captured.contains_key(&node) || !index.may_drive_steps(node) {
             continue;
         }
-        if !function.runs_model_in_loop && index.calls_decode_loop(node) {
+        if !runs.in_loop && index.calls_decode_loop(node) {
             continue;
         }
-        if function.runs_model_in_loop {
+        if runs.in_loop {
             seen.insert(node);
             steps.drivers.push(node);
             loop_entries(index, node, &mut steps.entries);
-        } else if function.runs_model || function.replays_graph {
+        } else {
             let reason = if function.replays_graph {
                 EntryReason::Replay
             } else {
@@ -340,13 +412,12 @@ pub(super) fn find(
             if !index.may_drive_steps(caller)
                 || forwards_own_call(&index.function(caller).qualname, &call.target)
                 || !index.resolve(caller.module, &call.target).contains(&callee)
-                || (!index.function(caller).runs_model_in_loop && index.calls_decode_loop(caller))
+                || (!index.model_runs(caller).in_loop && index.calls_decode_loop(caller))
             {
                 continue;
             }
             seen.insert(caller);
-            let function = index.function(caller);
-            if call.in_loop || function.runs_model_in_loop {
+            if call.in_loop || index.model_runs(caller).in_loop {
                 // A loop that drives the step (or a decode loop calling the seed once before it
                 // starts): only the loop bodies run every step.
                 steps.drivers.push(caller);

@@ -87,6 +87,9 @@ pub struct CallSite {
     pub offset: u32,
     /// Made inside a `for` or `while` body: it runs once per iteration.
     pub in_loop: bool,
+    /// The call looks like a run of a model (`x.forward(...)`, `self.model(...)`): the index
+    /// decides whether it is one by what it resolves to (see [`FunctionSummary::runs_model`]).
+    pub model_run: Option<ModelRun>,
     /// Made where the code handles a batch's prefill work (`if attn_metadata.num_prefills > 0:`,
     /// see `semantic::prefill`): outside a decode graph, even in a captured function.
     pub prefill: bool,
@@ -109,6 +112,17 @@ pub struct CallSite {
     /// Arguments whose type the index can compute (`self.metadata_buffers`, an annotated
     /// local): the classes the callee's unannotated parameters receive.
     pub typed_args: Box<[(ArgKey, TypePath)]>,
+}
+
+/// Where a call that looks like a run of a model is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelRun {
+    /// Outside loops: once per call of the function.
+    Once,
+    /// Inside a `for` body: the function's own loop (speculative drafts, timesteps).
+    InLoop,
+    /// Inside a `while` body: a decode loop that runs until the sequences finish.
+    UntilDone,
 }
 
 /// The literals a call passes and the tests of its caller's parameters it is made under (see
@@ -196,7 +210,10 @@ pub struct FunctionSummary {
     /// Calls `.replay()` of a graph: a per-step function outside the graph.
     pub replays_graph: bool,
     /// Runs a model outside any capture block and outside loops: `x.forward(...)`,
-    /// `self.model(...)`, `self(...)`, `model_forward(...)`.
+    /// `self.model(...)`, `self(...)`, `model_forward(...)`, where the call resolves to no
+    /// function of the project. A call that does resolve carries [`CallSite::model_run`]
+    /// instead, and runs a model only if a module's method is among its targets (see
+    /// `hot_path::steps`).
     pub runs_model: bool,
     /// Runs a model inside a `for` or `while` body: a decode loop.
     pub runs_model_in_loop: bool,

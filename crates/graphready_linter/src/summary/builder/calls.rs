@@ -5,8 +5,8 @@
 use super::{is_external, SummaryBuilder};
 use crate::semantic::{SemanticModel, Ty};
 use crate::summary::{
-    ArgKey, CallSite, CallTarget, CallableEntry, Const, EntryReason, ParamTest, Ref, SiteConstants,
-    Splat, TypePath,
+    ArgKey, CallSite, CallTarget, CallableEntry, Const, EntryReason, ModelRun, ParamTest, Ref,
+    SiteConstants, Splat, TypePath,
 };
 use ruff_python_ast::{self as ast, Expr};
 
@@ -219,27 +219,26 @@ impl SummaryBuilder<'_> {
                 }
             }
         }
-        if self.capture_depth == 0 && self.runs_model(call) {
-            let in_loop = self.loop_depths.last().is_some_and(|depth| *depth > 0);
-            let in_while = self.while_depths.last().is_some_and(|depth| *depth > 0);
-            if let Some(function) = self.building.last_mut() {
-                if in_loop {
-                    function.runs_model_in_loop = true;
-                    function.runs_model_until_done |= in_while;
-                } else {
-                    function.runs_model = true;
-                }
+        let model_run = (self.capture_depth == 0 && self.runs_model(call)).then(|| {
+            if self.while_depths.last().is_some_and(|depth| *depth > 0) {
+                ModelRun::UntilDone
+            } else if self.loop_depths.last().is_some_and(|depth| *depth > 0) {
+                ModelRun::InLoop
+            } else {
+                ModelRun::Once
             }
-        }
+        });
         // Calls into PyTorch and the standard library never lead back into the project.
         if let Some(qualified) = model.qualified_name(&call.func) {
             if is_external(&qualified) {
+                self.unresolved_model_run(model_run);
                 return;
             }
             self.summary.imported_callees.insert(qualified.to_string());
         }
         let targets = self.call_targets(model, &call.func);
         if targets.is_empty() {
+            self.unresolved_model_run(model_run);
             return;
         }
         let capturing = self.capture_depth > 0;
@@ -278,6 +277,7 @@ impl SummaryBuilder<'_> {
                     target,
                     offset: ruff_text_size::Ranged::start(call).to_u32(),
                     in_loop,
+                    model_run,
                     prefill,
                     constants: constants.clone(),
                     tensor_args: args.tensor.clone(),
@@ -292,6 +292,22 @@ impl SummaryBuilder<'_> {
                 } else {
                     function.calls.push(site);
                 }
+            }
+        }
+    }
+
+    /// A call that looks like a run of a model and resolves to nothing of the project: the
+    /// function runs a model (see [`crate::summary::FunctionSummary::runs_model`]).
+    fn unresolved_model_run(&mut self, run: Option<ModelRun>) {
+        let (Some(run), Some(function)) = (run, self.building.last_mut()) else {
+            return;
+        };
+        match run {
+            ModelRun::Once => function.runs_model = true,
+            ModelRun::InLoop => function.runs_model_in_loop = true,
+            ModelRun::UntilDone => {
+                function.runs_model_in_loop = true;
+                function.runs_model_until_done = true;
             }
         }
     }
