@@ -395,6 +395,9 @@ pub(super) fn find(
     if queue.is_empty() {
         return steps;
     }
+    // Whether each caller met may drive the steps: a common name (`forward`) has thousands of
+    // call sites, and the answer splits names and walks class hierarchies.
+    let mut drives: FxHashMap<NodeId, bool> = FxHashMap::default();
     while let Some(callee) = queue.pop_front() {
         if seen.len() > MAX_CALLERS {
             break;
@@ -409,7 +412,9 @@ pub(super) fn find(
                 continue;
             }
             let call = &index.function(caller).calls[site];
-            if !index.may_drive_steps(caller)
+            if !*drives
+                .entry(caller)
+                .or_insert_with(|| index.may_drive_steps(caller))
                 || forwards_own_call(&index.function(caller).qualname, &call.target)
                 || !index.resolve(caller.module, &call.target).contains(&callee)
                 || (!index.model_runs(caller).in_loop && index.calls_decode_loop(caller))
