@@ -212,8 +212,8 @@ pub struct FunctionSummary {
     /// Runs a model outside any capture block and outside loops: `x.forward(...)`,
     /// `self.model(...)`, `self(...)`, `model_forward(...)`, where the call resolves to no
     /// function of the project. A call that does resolve carries [`CallSite::model_run`]
-    /// instead, and runs a model only if a module's method is among its targets (see
-    /// `hot_path::steps`).
+    /// instead, and runs a model only if one of its targets is a module's method or itself
+    /// runs a model or replays a graph (see `hot_path::steps::model_runs`).
     pub runs_model: bool,
     /// Runs a model inside a `for` or `while` body: a decode loop.
     pub runs_model_in_loop: bool,
