@@ -9,7 +9,7 @@
 
 use super::index::{NodeId, ProjectIndex};
 use super::Entry;
-use crate::summary::{CallTarget, EntryReason, ModelRun, ModuleSummary};
+use crate::summary::{CallTarget, EntryReason, ModuleSummary};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 
@@ -302,14 +302,10 @@ impl ProjectIndex<'_> {
             if !targets.is_empty() && !targets.iter().any(runs_model) {
                 continue;
             }
-            match run {
-                ModelRun::Once => runs.once = true,
-                ModelRun::InLoop => runs.in_loop = true,
-                ModelRun::UntilDone => {
-                    runs.in_loop = true;
-                    runs.until_done = true;
-                }
-            }
+            let (once, in_loop, until_done) = run.flags();
+            runs.once |= once;
+            runs.in_loop |= in_loop;
+            runs.until_done |= until_done;
         }
         runs
     }

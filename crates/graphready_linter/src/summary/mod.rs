@@ -125,6 +125,18 @@ pub enum ModelRun {
     UntilDone,
 }
 
+impl ModelRun {
+    /// What the run says of its function, as [`FunctionSummary::runs_model`],
+    /// [`FunctionSummary::runs_model_in_loop`] and [`FunctionSummary::runs_model_until_done`].
+    pub fn flags(self) -> (bool, bool, bool) {
+        match self {
+            ModelRun::Once => (true, false, false),
+            ModelRun::InLoop => (false, true, false),
+            ModelRun::UntilDone => (false, true, true),
+        }
+    }
+}
+
 /// The literals a call passes and the tests of its caller's parameters it is made under (see
 /// `hot_path::constants`).
 #[derive(Debug, Clone, Default)]

@@ -302,14 +302,10 @@ impl SummaryBuilder<'_> {
         let (Some(run), Some(function)) = (run, self.building.last_mut()) else {
             return;
         };
-        match run {
-            ModelRun::Once => function.runs_model = true,
-            ModelRun::InLoop => function.runs_model_in_loop = true,
-            ModelRun::UntilDone => {
-                function.runs_model_in_loop = true;
-                function.runs_model_until_done = true;
-            }
-        }
+        let (once, in_loop, until_done) = run.flags();
+        function.runs_model |= once;
+        function.runs_model_in_loop |= in_loop;
+        function.runs_model_until_done |= until_done;
     }
 
     /// The arguments of unknown type written as a name or an attribute whose type path the
