@@ -703,6 +703,8 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             // Idle housekeeping (`on_idle`): no step runs meanwhile.
             ("engine/runner.py", 104),
             ("engine/runner.py", 108),
+            // An HTTP handler: its awaited `client.forward(request)` is no model run.
+            ("engine/server.py", 11),
             // A stage after the steps: the base's `__call__` running its `forward` is the
             // object's call protocol, no step.
             ("engine/stages.py", 29),

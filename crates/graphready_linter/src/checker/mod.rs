@@ -550,6 +550,11 @@ impl<'a> Visitor<'a> for Checker<'a> {
             }
             _ => {}
         }
+        if let Expr::Await(ast::ExprAwait { value, .. }) = expr {
+            if let Expr::Call(call) = &**value {
+                self.summary.awaiting(call);
+            }
+        }
         let mut anomaly = false;
         if let Expr::Call(call) = expr {
             let in_captured_code = self.in_captured_code();

@@ -15,6 +15,7 @@ use std::rc::Rc;
 mod bindings;
 mod branches;
 mod calls;
+mod capture;
 mod classes;
 mod custom_ops;
 mod lookups;
@@ -114,6 +115,8 @@ pub(crate) struct SummaryBuilder<'a> {
     module_defs: FxHashSet<&'a str>,
     /// The class (qualified inside the module) and `self` name of the method being visited, and
     /// those of the methods around it.
+    /// Where the call an `await` is about to visit starts: a coroutine, never a model's run.
+    awaited: Option<ruff_text_size::TextSize>,
     method_self: Option<(Rc<str>, &'a str)>,
     saved_method_self: Vec<Option<(Rc<str>, &'a str)>>,
     /// Names a method imports in its body, while the class scan reads the method ahead of
@@ -157,6 +160,7 @@ impl<'a> SummaryBuilder<'a> {
             string_tables: FxHashMap::default(),
             local_defs: Vec::new(),
             module_defs: FxHashSet::default(),
+            awaited: None,
             method_self: None,
             saved_method_self: Vec::new(),
             method_imports: FxHashMap::default(),
@@ -541,42 +545,6 @@ impl<'a> SummaryBuilder<'a> {
     /// A class of this module summarised so far, by its qualified name inside the module.
     fn own_class(&self, class: &str) -> Option<&super::ClassSummary> {
         self.summary.classes.iter().find(|c| c.name == class)
-    }
-
-    /// Whether a `with` item opens a CUDA graph capture.
-    pub(crate) fn is_capture_context(model: &SemanticModel, item: &ast::WithItem) -> bool {
-        let Expr::Call(call) = &item.context_expr else {
-            return false;
-        };
-        if let Some(qualified) = model.qualified_name(&call.func) {
-            return matches!(&*qualified, "torch.cuda.graph" | "torch.cuda.graphs.graph");
-        }
-        // `self.device_module.graph(g, pool=...)`: engines reach `torch.cuda` indirectly.
-        matches!(&*call.func, Expr::Attribute(a) if a.attr.id.as_str() == "graph")
-            && !call.arguments.args.is_empty()
-    }
-
-    /// The body of a `with torch.cuda.graph(...)` is about to be visited.
-    pub(crate) fn enter_capture(&mut self, body: &[Stmt]) {
-        self.capture_depth += 1;
-        self.record_capture_block(body);
-    }
-
-    pub(crate) fn exit_capture(&mut self) {
-        self.capture_depth -= 1;
-    }
-
-    fn record_capture_block(&mut self, body: &[Stmt]) {
-        let (Some(first), Some(last)) = (body.first(), body.last()) else {
-            return;
-        };
-        let range = (
-            self.line_of(first.range().start()),
-            self.line_of(last.range().end()),
-        );
-        if let Some(function) = self.building.last_mut() {
-            function.capture_blocks.push(range);
-        }
     }
 }
 

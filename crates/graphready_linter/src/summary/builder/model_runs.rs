@@ -5,9 +5,18 @@ use ruff_python_ast::{self as ast, Expr};
 
 impl SummaryBuilder<'_> {
     /// Whether a call runs a model (see [`calls_a_model`]), other than a class's `__call__`
-    /// running its own `forward`.
+    /// running its own `forward`, and other than an awaited call: a model's `forward` is no
+    /// coroutine, so `await client.forward(request)` sends a request on (an HTTP handler to the
+    /// scheduler), once per request.
     pub(super) fn runs_model(&self, call: &ast::ExprCall) -> bool {
-        calls_a_model(call, self.method_self.is_some()) && !self.forwards_own_call(call)
+        calls_a_model(call, self.method_self.is_some())
+            && !self.forwards_own_call(call)
+            && self.awaited != Some(ruff_text_size::Ranged::start(call))
+    }
+
+    /// The checker is about to visit the call an `await` awaits.
+    pub(crate) fn awaiting(&mut self, call: &ast::ExprCall) {
+        self.awaited = Some(ruff_text_size::Ranged::start(call));
     }
 
     /// Whether a call is `self.forward(...)` in the class's own `__call__`: the object's call
