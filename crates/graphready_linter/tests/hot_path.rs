@@ -400,6 +400,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["Model.forward"],
             ),
+            // A step the scheduler's own loop and a mode's loop (a mixin in another module) both
+            // call every iteration: shown under the class's own loop.
+            finding(
+                "engine/modes.py",
+                19,
+                "GR102",
+                "stall",
+                &["ModeScheduler.event_loop", "ModeScheduler.process_result"],
+            ),
             // Layers run through custom operators: `torch.ops.engine.<name>(...)` runs the
             // function registered under the name, called directly or through a field holding
             // the operator a method picked.

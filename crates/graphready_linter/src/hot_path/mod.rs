@@ -289,13 +289,13 @@ impl<'s> HotPath<'s> {
         // their callers, and the loops that call them.
         let found = steps::find(&index, &captured, &by_name);
         drop(by_name);
-        let driven_by: FxHashMap<NodeId, NodeId> = found
-            .entries
-            .iter()
-            .filter(|entry| entry.reason == EntryReason::StepLoop)
-            .filter_map(|entry| Some((entry.node, entry.via?)))
-            .collect();
-        steps.extend(found.entries);
+        let driven_by = steps::driven_by(&index, &found.entries);
+        steps.extend(found.entries.into_iter().map(|mut entry| {
+            if entry.reason == EntryReason::StepLoop {
+                entry.via = driven_by.get(&entry.node).copied().or(entry.via);
+            }
+            entry
+        }));
         steps.extend(uncaptured);
         let prefill_entries = prefill::entries(&index, &captured);
         let prefill_of: FxHashMap<NodeId, NodeId> = prefill_entries

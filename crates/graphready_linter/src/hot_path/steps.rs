@@ -446,6 +446,39 @@ fn forwards_own_call(caller: &str, target: &CallTarget) -> bool {
         && matches!(target, CallTarget::SelfMethod { method, .. } if method == "forward")
 }
 
+/// The loop each per-step function is shown under, by the functions its loop entries name: of
+/// the loops that call it every iteration (a scheduler's loops for each mode it serves in), one
+/// in the function's own class, else one in its module, else the last found. The loops an
+/// engine adds for optional modes tend to live in mixins and modules of their own; the class's
+/// own loop is the one that runs it under the defaults.
+pub(super) fn driven_by(index: &ProjectIndex, entries: &[Entry]) -> FxHashMap<NodeId, NodeId> {
+    let rank = |node: NodeId, driver: NodeId| {
+        let class = |n: NodeId| index.function(n).class.as_deref();
+        if node.module == driver.module && class(node).is_some() && class(node) == class(driver) {
+            0
+        } else if node.module == driver.module {
+            1
+        } else {
+            2
+        }
+    };
+    let mut chosen: FxHashMap<NodeId, NodeId> = FxHashMap::default();
+    for entry in entries.iter().filter(|e| e.reason == EntryReason::StepLoop) {
+        let Some(driver) = entry.via else {
+            continue;
+        };
+        chosen
+            .entry(entry.node)
+            .and_modify(|current| {
+                if rank(entry.node, driver) < rank(entry.node, *current) {
+                    *current = driver;
+                }
+            })
+            .or_insert(driver);
+    }
+    chosen
+}
+
 /// The functions a driver's loop bodies call: they run every step.
 fn loop_entries(index: &ProjectIndex, driver: NodeId, entries: &mut Vec<Entry>) {
     let resolved = index.resolved_sites(driver);
