@@ -296,6 +296,10 @@ impl<'a> Checker<'a> {
         for (i, stmt) in body.iter().enumerate() {
             self.previous = i.checked_sub(1).map(|j| &body[j]);
             self.visit_stmt(stmt);
+            // What follows a `return`, `raise`, `continue` or `break` never runs.
+            if body_always_exits(std::slice::from_ref(stmt)) {
+                break;
+            }
             // `try: if capturing: return ... except ...: pass`: the check made inside a `try`.
             if let Stmt::Try(try_stmt) = stmt {
                 if try_stmt.body.iter().any(|inner| {
