@@ -446,11 +446,11 @@ fn forwards_own_call(caller: &str, target: &CallTarget) -> bool {
         && matches!(target, CallTarget::SelfMethod { method, .. } if method == "forward")
 }
 
-/// The loop each per-step function is shown under, by the functions its loop entries name: of
-/// the loops that call it every iteration (a scheduler's loops for each mode it serves in), one
-/// in the function's own class, else one in its module, else the last found. The loops an
-/// engine adds for optional modes tend to live in mixins and modules of their own; the class's
-/// own loop is the one that runs it under the defaults.
+/// The loop each per-step function is shown under: of the loops that call it every iteration
+/// (a scheduler's loop for each mode it serves in), the first found in the function's own
+/// class, else in its own module, else anywhere. The loops an engine adds for optional modes
+/// tend to live in mixins and modules of their own; the class's own loop is the one that runs
+/// it under the defaults.
 pub(super) fn driven_by(index: &ProjectIndex, entries: &[Entry]) -> FxHashMap<NodeId, NodeId> {
     let rank = |node: NodeId, driver: NodeId| {
         let class = |n: NodeId| index.function(n).class.as_deref();

@@ -113,10 +113,10 @@ pub(crate) struct SummaryBuilder<'a> {
     local_defs: Vec<FxHashMap<&'a str, String>>,
     /// Top-level functions and classes of the module.
     module_defs: FxHashSet<&'a str>,
-    /// The class (qualified inside the module) and `self` name of the method being visited, and
-    /// those of the methods around it.
     /// Where the call an `await` is about to visit starts: a coroutine, never a model's run.
     awaited: Option<ruff_text_size::TextSize>,
+    /// The class (qualified inside the module) and `self` name of the method being visited, and
+    /// those of the methods around it.
     method_self: Option<(Rc<str>, &'a str)>,
     saved_method_self: Vec<Option<(Rc<str>, &'a str)>>,
     /// Names a method imports in its body, while the class scan reads the method ahead of
