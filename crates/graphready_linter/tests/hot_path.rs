@@ -447,6 +447,16 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "RowPlanner._plan_rows",
                 ],
             ),
+            // Arguments handed on in a dict (`self.tower(**options)`): the device pixels are read;
+            // the grid the model makes on the host reaches `grid` as a host tensor (line 11, no
+            // sync).
+            finding(
+                "engine/options.py",
+                12,
+                "GR101",
+                "capture",
+                &["OptionsModel.forward", "OptionsTower.forward"],
+            ),
             // Penalizers built by a dict comprehension from the classes given, read through
             // `.values()`: each one's `apply` runs every step.
             finding(

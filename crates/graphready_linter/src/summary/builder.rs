@@ -12,6 +12,7 @@ use ruff_text_size::Ranged;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::rc::Rc;
 
+mod arg_types;
 mod bindings;
 mod branches;
 mod calls;
@@ -105,6 +106,9 @@ pub(crate) struct SummaryBuilder<'a> {
     function_aliases: Vec<FxHashMap<&'a str, Vec<CallTarget>>>,
     /// Locals bound to a tuple literal, with its elements' types (splatted: `f(*inputs)`).
     tuple_locals: Vec<FxHashMap<&'a str, Vec<Ty>>>,
+    /// Dict literals bound to locals, per function: the types of their string-keyed entries
+    /// (`options = {"grid": grid}` spread as `f(**options)`).
+    dict_locals: Vec<FxHashMap<&'a str, Vec<arg_types::DictEntry>>>,
     /// Names declared `global` in each function being visited.
     globals: Vec<FxHashSet<&'a str>>,
     /// Module-level dicts whose values are strings (`MODES = {Mode.SAMPLE: "_sample"}`).
@@ -156,6 +160,7 @@ impl<'a> SummaryBuilder<'a> {
             method_aliases: Vec::new(),
             function_aliases: Vec::new(),
             tuple_locals: Vec::new(),
+            dict_locals: Vec::new(),
             globals: Vec::new(),
             string_tables: FxHashMap::default(),
             local_defs: Vec::new(),
@@ -389,6 +394,7 @@ impl<'a> SummaryBuilder<'a> {
         self.method_aliases.push(FxHashMap::default());
         self.function_aliases.push(FxHashMap::default());
         self.tuple_locals.push(FxHashMap::default());
+        self.dict_locals.push(FxHashMap::default());
         self.globals.push(FxHashSet::default());
         self.local_defs.push(FxHashMap::default());
         self.saved_method_self.push(self.method_self.clone());

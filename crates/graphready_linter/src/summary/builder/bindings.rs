@@ -1,6 +1,7 @@
 //! What assignments and loops bind: instances, type paths, methods looked up by name and the
 //! project's functions a local may hold.
 
+use super::arg_types::DictEntry;
 use super::SummaryBuilder;
 use crate::semantic::SemanticModel;
 use crate::summary::{CallTarget, PathRoot, PathStep, TypePath};
@@ -32,9 +33,21 @@ impl<'a> SummaryBuilder<'a> {
             self.bind_held_in_tuple(model, target, value, 0);
             return;
         }
+        // `options["grid"] = ...` changes what a dict local spreads: no longer known.
+        if let (Expr::Subscript(subscript), Some(scope)) = (target, self.dict_locals.last_mut()) {
+            if let Expr::Name(name) = &*subscript.value {
+                scope.remove(name.id.as_str());
+            }
+        }
         let Expr::Name(name) = target else {
             return;
         };
+        if let Some(scope) = self.dict_locals.last_mut() {
+            match dict_entries(model, value) {
+                Some(entries) => scope.insert(name.id.as_str(), entries),
+                None => scope.remove(name.id.as_str()),
+            };
+        }
         let held = self.held_targets(model, value);
         self.bind_held(name.id.as_str(), held);
         if let Some(scope) = self.tuple_locals.last_mut() {
@@ -223,4 +236,21 @@ impl<'a> SummaryBuilder<'a> {
             }
         }
     }
+}
+
+/// The entries of a dict literal whose keys are all strings (`{"grid": grid, "mode": 1}`), with
+/// their types; `None` for anything else.
+fn dict_entries(model: &SemanticModel, value: &Expr) -> Option<Vec<DictEntry>> {
+    let Expr::Dict(dict) = value else {
+        return None;
+    };
+    dict.items
+        .iter()
+        .map(|item| match &item.key {
+            Some(Expr::StringLiteral(key)) => {
+                Some((key.value.to_str().into(), model.ty(&item.value)))
+            }
+            _ => None,
+        })
+        .collect()
 }

@@ -2,11 +2,12 @@
 //! tensors, the names a function judges on the host, whether it runs a model, and the entry
 //! points named at a call (`make_graphed_callables`, `torch.compile`, `ProbeTarget`).
 
+use super::arg_types::ArgTypes;
 use super::{is_external, SummaryBuilder};
 use crate::semantic::{SemanticModel, Ty};
 use crate::summary::{
-    ArgKey, CallSite, CallTarget, CallableEntry, Const, EntryReason, ModelRun, ParamTest, Ref,
-    SiteConstants, Splat, TypePath,
+    ArgKey, CallSite, CallTarget, CallableEntry, EntryReason, ModelRun, ParamTest, Ref,
+    SiteConstants, TypePath,
 };
 use ruff_python_ast::{self as ast, Expr};
 
@@ -259,7 +260,15 @@ impl SummaryBuilder<'_> {
             },
             _ => None,
         };
-        let args = ArgTypes::of(model, call, splatted.map(Vec::as_slice));
+        // A dict local spread (`f(**options)` with `options = {"grid": grid, ...}`).
+        let keyworded = call.arguments.keywords.iter().find_map(|keyword| {
+            let (None, Expr::Name(name)) = (&keyword.arg, &keyword.value) else {
+                return None;
+            };
+            let entries = self.dict_locals.last()?.get(name.id.as_str())?;
+            Some((name.id.as_str(), entries.as_slice()))
+        });
+        let args = ArgTypes::of(model, call, splatted.map(Vec::as_slice), keyworded);
         let constants = (!requires.is_empty() || !args.consts.is_empty()).then(|| {
             Box::new(SiteConstants {
                 args: args.consts.clone().into_boxed_slice(),
@@ -457,100 +466,6 @@ impl SummaryBuilder<'_> {
                 });
             }
         }
-    }
-}
-
-/// A call's arguments by what the caller knows of them.
-struct ArgTypes {
-    tensor: Vec<ArgKey>,
-    /// Host values that are not tensors, with their types; [`Ty::Unknown`] for the rest.
-    other: Vec<(ArgKey, Ty)>,
-    splat: Splat,
-    /// Arguments that are the caller's parameters, as received or a view of one (`lens[a:b]`),
-    /// not known to be host values.
-    params: Vec<(ArgKey, Box<str>)>,
-    /// `True`, `False` and `None` literals.
-    consts: Vec<(ArgKey, Const)>,
-}
-
-impl ArgTypes {
-    /// Files an argument by what the caller knows of it: a device tensor, a host value (host
-    /// tensors included: `schedule = torch.linspace(...)` passed on), or unknown.
-    fn place(&mut self, key: ArgKey, ty: Ty) {
-        match ty {
-            Ty::Tensor => self.tensor.push(key),
-            ty if ty.is_host() => self.other.push((key, ty)),
-            _ => self.other.push((key, Ty::Unknown)),
-        }
-    }
-
-    /// `splatted`: the types of the tuple local a `*name` argument spreads, when known.
-    fn of(model: &SemanticModel, call: &ast::ExprCall, mut splatted: Option<&[Ty]>) -> Self {
-        let mut args = ArgTypes {
-            tensor: Vec::new(),
-            other: Vec::new(),
-            splat: Splat::None,
-            params: Vec::new(),
-            consts: Vec::new(),
-        };
-        // Each argument with its type, filed once all are read (the closure holds `args`).
-        let mut placed = Vec::new();
-        let mut record = |key: ArgKey, value: &Expr| {
-            if let Some(value) = Const::of(value) {
-                args.consts.push((key.clone(), value));
-            }
-            let ty = model.ty(value);
-            // The parameter itself, or a view of it (`lens[start:end]`, `lens[i]`, a local
-            // bound to one): memory where the parameter's is.
-            if !ty.is_host() {
-                if let Some(param) = model.parameter_viewed(value) {
-                    args.params.push((key.clone(), param.into()));
-                }
-            }
-            placed.push((key, ty));
-        };
-        let mut positional = false;
-        let mut spread = Vec::new();
-        let mut i = 0;
-        for argument in &call.arguments.args {
-            if matches!(argument, Expr::Starred(_)) {
-                // A tuple local spread (`f(*inputs)` with `inputs = (a, b)`): its elements'
-                // places; the positions after another splat are not known.
-                let Some(types) = splatted.take() else {
-                    positional = true;
-                    break;
-                };
-                for &ty in types {
-                    spread.push((ArgKey::Position(i), ty));
-                    i += 1;
-                }
-                continue;
-            }
-            record(ArgKey::Position(i), argument);
-            i += 1;
-        }
-        let (mut own_kwargs, mut mapping) = (false, false);
-        for keyword in &call.arguments.keywords {
-            match &keyword.arg {
-                Some(name) => record(ArgKey::Keyword(name.as_str().into()), &keyword.value),
-                None => match &keyword.value {
-                    Expr::Name(name) if model.is_kwargs_parameter(name.id.as_str()) => {
-                        own_kwargs = true;
-                    }
-                    _ => mapping = true,
-                },
-            }
-        }
-        for (key, ty) in placed.into_iter().chain(spread) {
-            args.place(key, ty);
-        }
-        args.splat = match (positional, own_kwargs, mapping) {
-            (_, _, true) | (true, true, _) => Splat::Mapping,
-            (false, true, false) => Splat::OwnKwargs,
-            (true, false, false) => Splat::Positional,
-            (false, false, false) => Splat::None,
-        };
-        args
     }
 }
 

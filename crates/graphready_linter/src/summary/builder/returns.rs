@@ -102,6 +102,7 @@ impl SummaryBuilder<'_> {
         self.method_aliases.pop();
         self.function_aliases.pop();
         self.tuple_locals.pop();
+        self.dict_locals.pop();
         self.globals.pop();
         // A position only ever `None` holds a host value.
         let tuple: Option<Vec<Ty>> = self
