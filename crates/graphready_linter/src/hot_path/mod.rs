@@ -292,7 +292,7 @@ impl<'s> HotPath<'s> {
         let driven_by = steps::driven_by(&index, &found.entries);
         steps.extend(found.entries.into_iter().map(|mut entry| {
             if entry.reason == EntryReason::StepLoop {
-                entry.via = driven_by.get(&entry.node).copied().or(entry.via);
+                entry.via = driven_by.get(&entry.node).copied();
             }
             entry
         }));

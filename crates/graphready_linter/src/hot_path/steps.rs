@@ -413,12 +413,15 @@ pub(super) fn find(
                 .or_insert_with(|| index.may_drive_steps(caller))
                 || forwards_own_call(&index.function(caller).qualname, &call.target)
                 || !index.resolve(caller.module, &call.target).contains(&callee)
-                || (!index.model_runs(caller).in_loop && index.calls_decode_loop(caller))
             {
                 continue;
             }
+            let runs_in_loop = index.model_runs(caller).in_loop;
+            if !runs_in_loop && index.calls_decode_loop(caller) {
+                continue;
+            }
             seen.insert(caller);
-            if call.in_loop || index.model_runs(caller).in_loop {
+            if call.in_loop || runs_in_loop {
                 // A loop that drives the step (or a decode loop calling the seed once before it
                 // starts): only the loop bodies run every step.
                 steps.drivers.push(caller);

@@ -4,6 +4,7 @@
 use crate::semantic::{SemanticModel, Ty};
 use crate::summary::{ArgKey, Const, Splat};
 use ruff_python_ast::{self as ast, Expr};
+use rustc_hash::FxHashMap;
 
 /// An entry of a dict literal bound to a local: its string key and its value's type.
 pub(super) type DictEntry = (Box<str>, Ty);
@@ -33,12 +34,12 @@ impl ArgTypes {
     }
 
     /// `splatted`: the types of the tuple local a `*name` argument spreads, when known;
-    /// `keyworded`: the name and the entries of the dict local a `**name` argument spreads.
+    /// `dicts`: the function's dict locals, whose entries a `**name` argument spreads.
     pub(super) fn of(
         model: &SemanticModel,
         call: &ast::ExprCall,
         mut splatted: Option<&[Ty]>,
-        keyworded: Option<(&str, &[DictEntry])>,
+        dicts: Option<&FxHashMap<&str, Vec<DictEntry>>>,
     ) -> Self {
         let mut args = ArgTypes {
             tensor: Vec::new(),
@@ -94,9 +95,7 @@ impl ArgTypes {
                     // The dict's entries land where their keys say; keys set later may land
                     // anywhere, so the call stays a mapping splat.
                     Expr::Name(name) => {
-                        if let Some((_, entries)) =
-                            keyworded.filter(|(n, _)| *n == name.id.as_str())
-                        {
+                        if let Some(entries) = dicts.and_then(|d| d.get(name.id.as_str())) {
                             for (key, ty) in entries {
                                 spread.push((ArgKey::Keyword(key.clone()), *ty));
                             }

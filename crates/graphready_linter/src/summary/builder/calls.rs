@@ -260,15 +260,12 @@ impl SummaryBuilder<'_> {
             },
             _ => None,
         };
-        // A dict local spread (`f(**options)` with `options = {"grid": grid, ...}`).
-        let keyworded = call.arguments.keywords.iter().find_map(|keyword| {
-            let (None, Expr::Name(name)) = (&keyword.arg, &keyword.value) else {
-                return None;
-            };
-            let entries = self.dict_locals.last()?.get(name.id.as_str())?;
-            Some((name.id.as_str(), entries.as_slice()))
-        });
-        let args = ArgTypes::of(model, call, splatted.map(Vec::as_slice), keyworded);
+        let args = ArgTypes::of(
+            model,
+            call,
+            splatted.map(Vec::as_slice),
+            self.dict_locals.last(),
+        );
         let constants = (!requires.is_empty() || !args.consts.is_empty()).then(|| {
             Box::new(SiteConstants {
                 args: args.consts.clone().into_boxed_slice(),
