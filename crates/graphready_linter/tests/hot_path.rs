@@ -447,12 +447,20 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "RowPlanner._plan_rows",
                 ],
             ),
-            // Arguments handed on in a dict (`self.tower(**options)`): the device pixels are read;
-            // the grid the model makes on the host reaches `grid` as a host tensor (line 11, no
-            // sync).
+            // Arguments handed on in a dict (`self.tower(**options)`): the grid one model makes
+            // on the host reaches `grid` as a host tensor, but the other model rebinds its dict
+            // (`options, _ = ...`) before the call, so not every caller says `grid` is on the
+            // host: its read is reported, as is the read of the device pixels.
             finding(
                 "engine/options.py",
                 12,
+                "GR102",
+                "capture",
+                &["OptionsModel.forward", "OptionsTower.forward"],
+            ),
+            finding(
+                "engine/options.py",
+                13,
                 "GR101",
                 "capture",
                 &["OptionsModel.forward", "OptionsTower.forward"],

@@ -28,6 +28,13 @@ impl<'a> SummaryBuilder<'a> {
                     if let Some(scope) = self.instances.last_mut() {
                         scope.remove(name.id.as_str());
                     }
+                    // No longer the tuple or dict literal it may have held.
+                    if let Some(scope) = self.tuple_locals.last_mut() {
+                        scope.remove(name.id.as_str());
+                    }
+                    if let Some(scope) = self.dict_locals.last_mut() {
+                        scope.remove(name.id.as_str());
+                    }
                 }
             }
             self.bind_held_in_tuple(model, target, value, 0);
