@@ -358,6 +358,16 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["AudioModel.forward", "AudioEncoder.forward"],
             ),
+            // A stage that prepares rotary tables through a configuration helper calling the
+            // rotary embedding it is handed (`rotary_emb.forward(ids)`: a layer, not the
+            // model): only the loop running the model every timestep runs every step.
+            finding(
+                "engine/freqs.py",
+                32,
+                "GR104",
+                "stall",
+                &["RotaryStage.forward"],
+            ),
             finding(
                 "engine/generation.py",
                 29,
@@ -714,6 +724,10 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/denoise.py", 33),
             // The filterbank module only a feature extractor builds.
             ("engine/features.py", 13),
+            // Once per request, before the loop: the helper runs the rotary embedding it is
+            // handed, not the model.
+            ("engine/freqs.py", 13),
+            ("engine/freqs.py", 25),
             ("engine/generation.py", 15),
             // A public method the project defines once, called on a module a lookup returns:
             // some library object's method of that name may be what runs, so the graph search

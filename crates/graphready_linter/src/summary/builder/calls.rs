@@ -4,6 +4,7 @@
 
 use super::arg_types::ArgTypes;
 use super::{is_external, SummaryBuilder};
+use super::model_runs::names_a_model;
 use crate::semantic::{SemanticModel, Ty};
 use crate::summary::{
     ArgKey, CallSite, CallTarget, CallableEntry, EntryReason, ModelRun, ParamTest, Ref,
@@ -232,14 +233,14 @@ impl SummaryBuilder<'_> {
         // Calls into PyTorch and the standard library never lead back into the project.
         if let Some(qualified) = model.qualified_name(&call.func) {
             if is_external(&qualified) {
-                self.unresolved_model_run(model_run);
+                self.unresolved_model_run(model_run, call);
                 return;
             }
             self.summary.imported_callees.insert(qualified.to_string());
         }
         let targets = self.call_targets(model, &call.func);
         if targets.is_empty() {
-            self.unresolved_model_run(model_run);
+            self.unresolved_model_run(model_run, call);
             return;
         }
         let capturing = self.capture_depth > 0;
@@ -303,11 +304,15 @@ impl SummaryBuilder<'_> {
     }
 
     /// A call that looks like a run of a model and resolves to nothing of the project: the
-    /// function runs a model (see [`crate::summary::FunctionSummary::runs_model`]).
-    fn unresolved_model_run(&mut self, run: Option<ModelRun>) {
+    /// function runs a model (see [`crate::summary::FunctionSummary::runs_model`]), if what
+    /// it calls is named for one (see [`names_a_model`]).
+    fn unresolved_model_run(&mut self, run: Option<ModelRun>, call: &ast::ExprCall) {
         let (Some(run), Some(function)) = (run, self.building.last_mut()) else {
             return;
         };
+        if !names_a_model(call) {
+            return;
+        }
         let (once, in_loop, until_done) = run.flags();
         function.runs_model |= once;
         function.runs_model_in_loop |= in_loop;

@@ -49,3 +49,44 @@ fn calls_a_model(call: &ast::ExprCall, in_method: bool) -> bool {
         _ => false,
     }
 }
+
+/// Words that end the name of what holds a model: `self.model`, `draft_model`, `model_runner`,
+/// a diffusion pipeline's `transformer` or `unet`, a graph `wrapper`, a `backbone`.
+const MODEL_HOLDERS: &[&str] = &[
+    "model", "runner", "transformer", "dit", "unet", "net", "module", "wrapper", "graph",
+    "engine", "llm", "backbone", "executor", "worker",
+];
+
+/// Whether an unresolved `x.forward(...)` is named for a model: the receiver's last name
+/// (`self.model`, `draft_model`, `self.models[i]`, `self`) ends with a word of
+/// [`MODEL_HOLDERS`]. A call of a submodule the function is handed (`rotary_emb.forward(ids)`
+/// preparing a pipeline's rotary tables, `attn_impl.forward(q, k, v)`, `nn.Embedding.forward`
+/// in an override) runs a layer, not the model: it says nothing of how often the function
+/// runs. Other call forms (`model(...)`, `self(...)`, `model.model(...)`) name the model
+/// already.
+pub(super) fn names_a_model(call: &ast::ExprCall) -> bool {
+    let Expr::Attribute(attribute) = &*call.func else {
+        return true;
+    };
+    if attribute.attr.id.as_str() != "forward" {
+        return true;
+    }
+    let mut receiver = &*attribute.value;
+    while let Expr::Subscript(subscript) = receiver {
+        receiver = &subscript.value;
+    }
+    let name = match receiver {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+        _ => return true,
+    };
+    if name == "self" {
+        return true;
+    }
+    let last = name.rsplit('_').find(|word| !word.is_empty()).unwrap_or(name);
+    let last = last.to_ascii_lowercase();
+    let singular = last.strip_suffix('s').unwrap_or(&last);
+    MODEL_HOLDERS
+        .iter()
+        .any(|word| last.ends_with(word) || singular.ends_with(word))
+}
