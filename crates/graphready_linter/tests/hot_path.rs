@@ -127,9 +127,9 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             finding(
                 "engine/attention/chunked.py",
-                25,
+                26,
                 "GR101",
-                "capture",
+                "stall",
                 &[
                     "Model.forward",
                     "AttentionBackend.forward",
@@ -138,7 +138,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             finding(
                 "engine/attention/chunked.py",
-                35,
+                36,
                 "GR101",
                 "stall",
                 &[
@@ -149,7 +149,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             finding(
                 "engine/attention/chunked.py",
-                40,
+                41,
                 "GR102",
                 "stall",
                 &[
@@ -161,7 +161,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             finding(
                 "engine/attention/chunked.py",
-                43,
+                44,
                 "GR201",
                 "stall",
                 &[
@@ -174,7 +174,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // A function named for prefill work, called from captured code.
             finding(
                 "engine/attention/chunked.py",
-                46,
+                47,
                 "GR103",
                 "stall",
                 &[

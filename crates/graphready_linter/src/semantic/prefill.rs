@@ -8,9 +8,10 @@
 //! attn_metadata.prefill_metadata:`, `forward_mode.is_mixed()`,
 //! `forward_batch.contains_mm_inputs()`, `pixel_values is not None`, an `is_prefill` flag), or
 //! denies that the batch is decode only (`if not is_decode:`, `if attn_metadata.is_decode_only:
-//! return ...`). SGLang's `forward_mode.is_extend()`, `is_prefill()` and `not is_decode()` also
-//! hold for the verify batches its graphs capture, so they do not count; its
-//! `is_extend_without_speculative()` does. A name bound to a prefill test is one too
+//! return ...`), also SGLang's `forward_mode.is_extend()` and `is_prefill()`: they hold for
+//! the verify batches its graphs capture too, but those come only with speculative decoding,
+//! which is off by default. `not is_decode()` does not count (idle batches are captured). A
+//! name bound to a prefill test is one too
 //! ([`Ty::PrefillFlag`]); and a call of a function named for prefill work (`topk_prefill`) is made
 //! for it, wherever it is made (the summary builder marks such calls).
 
@@ -103,13 +104,15 @@ fn batch_test(test: &Expr) -> Option<Batch> {
         if !call.arguments.is_empty() {
             return None;
         }
-        // SGLang's `forward_mode.is_prefill()` is `is_extend()`, true for verify batches too,
-        // and a batch that is not `is_decode()` may be one: only its prefill-only tests count.
+        // SGLang's `forward_mode.is_extend()` (and `is_prefill()`, the same test) is also true
+        // for verify batches, which exist only with speculative decoding (off by default); a
+        // batch that is not `is_decode()` may be an idle batch, which is captured.
         if let Expr::Attribute(method) = &*call.func {
             if last_segment(&method.value).is_some_and(|r| FORWARD_MODES.contains(&r)) {
                 let name = method.attr.as_str();
-                return (name != "is_prefill" && PREFILL_NAMES.contains(&name))
-                    .then_some(Batch::Prefill);
+                return (matches!(name, "is_extend" | "is_prefill")
+                    || PREFILL_NAMES.contains(&name))
+                .then_some(Batch::Prefill);
             }
         }
     }

@@ -3,8 +3,8 @@
 //! points named at a call (`make_graphed_callables`, `torch.compile`, `ProbeTarget`).
 
 use super::arg_types::ArgTypes;
-use super::{is_external, SummaryBuilder};
 use super::model_runs::names_a_model;
+use super::{is_external, SummaryBuilder};
 use crate::semantic::{SemanticModel, Ty};
 use crate::summary::{
     ArgKey, CallSite, CallTarget, CallableEntry, EntryReason, ModelRun, ParamTest, Ref,

@@ -53,8 +53,20 @@ fn calls_a_model(call: &ast::ExprCall, in_method: bool) -> bool {
 /// Words that end the name of what holds a model: `self.model`, `draft_model`, `model_runner`,
 /// a diffusion pipeline's `transformer` or `unet`, a graph `wrapper`, a `backbone`.
 const MODEL_HOLDERS: &[&str] = &[
-    "model", "runner", "transformer", "dit", "unet", "net", "module", "wrapper", "graph",
-    "engine", "llm", "backbone", "executor", "worker",
+    "model",
+    "runner",
+    "transformer",
+    "dit",
+    "unet",
+    "net",
+    "module",
+    "wrapper",
+    "graph",
+    "engine",
+    "llm",
+    "backbone",
+    "executor",
+    "worker",
 ];
 
 /// Whether an unresolved `x.forward(...)` is named for a model: the receiver's last name
@@ -83,7 +95,10 @@ pub(super) fn names_a_model(call: &ast::ExprCall) -> bool {
     if name == "self" {
         return true;
     }
-    let last = name.rsplit('_').find(|word| !word.is_empty()).unwrap_or(name);
+    let last = name
+        .rsplit('_')
+        .find(|word| !word.is_empty())
+        .unwrap_or(name);
     let last = last.to_ascii_lowercase();
     let singular = last.strip_suffix('s').unwrap_or(&last);
     MODEL_HOLDERS

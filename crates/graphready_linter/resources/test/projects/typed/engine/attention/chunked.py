@@ -21,7 +21,8 @@ class ChunkedBackend(AttentionBackend):
             # Mixed batches: the prefill part, eagerly.
             self._prefill_tail(batch)
         elif batch.forward_mode.is_extend():
-            # Extend batches include the verify batches of speculative decoding: captured.
+            # Extend batches are prefill work under the default configuration: the verify
+            # batches that are extend batches too (and captured) come with speculative decoding.
             q = q[batch.seq_lens.argmax().item()]
         needs_images = not batch.forward_mode.is_decode() and batch.contains_mm_inputs()
         if needs_images:
