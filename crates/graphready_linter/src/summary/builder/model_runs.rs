@@ -51,7 +51,8 @@ fn calls_a_model(call: &ast::ExprCall, in_method: bool) -> bool {
 }
 
 /// Words that end the name of what holds a model: `self.model`, `draft_model`, `model_runner`,
-/// a diffusion pipeline's `transformer` or `unet`, a graph `wrapper`, a `backbone`.
+/// a `drafter`, an `llm` or `vlm`, a diffusion pipeline's `transformer` or `unet`, a graph
+/// `wrapper`, a `backbone`, an RL `policy`.
 const MODEL_HOLDERS: &[&str] = &[
     "model",
     "runner",
@@ -63,10 +64,13 @@ const MODEL_HOLDERS: &[&str] = &[
     "wrapper",
     "graph",
     "engine",
-    "llm",
+    "lm",
     "backbone",
     "executor",
     "worker",
+    "draft",
+    "drafter",
+    "policy",
 ];
 
 /// Whether an unresolved `x.forward(...)` is named for a model: the receiver's last name
@@ -104,4 +108,48 @@ pub(super) fn names_a_model(call: &ast::ExprCall) -> bool {
     MODEL_HOLDERS
         .iter()
         .any(|word| last.ends_with(word) || singular.ends_with(word))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_a_model;
+    use ruff_python_ast::Expr;
+
+    fn names(source: &str) -> bool {
+        let parsed = ruff_python_parser::parse_expression(source).expect("valid expression");
+        let Expr::Call(call) = parsed.expr() else {
+            panic!("not a call: {source}");
+        };
+        names_a_model(call)
+    }
+
+    #[test]
+    fn forward_calls_named_for_a_model() {
+        for source in [
+            "self.model.forward(ids)",
+            "self.draft_model.forward(ids)",
+            "self.model_runner.forward(batch)",
+            "self.models[i].forward(ids)",
+            "self.vlm.forward(ids)",
+            "pipe.transformer.forward(latents)",
+            "self.forward(ids)",
+            "get_model().forward(ids)",
+            "model(ids)",
+        ] {
+            assert!(names(source), "{source}");
+        }
+    }
+
+    #[test]
+    fn forward_calls_of_layers() {
+        for source in [
+            "rotary_emb.forward(ids)",
+            "self.attn_impl.forward(q, k, v)",
+            "nn.Embedding.forward(self, ids)",
+            "attn_backend.forward(q, k, v, layer, batch)",
+            "self.lm_head.forward(hidden)",
+        ] {
+            assert!(!names(source), "{source}");
+        }
+    }
 }
