@@ -110,9 +110,8 @@ fn batch_test(test: &Expr) -> Option<Batch> {
         if let Expr::Attribute(method) = &*call.func {
             if last_segment(&method.value).is_some_and(|r| FORWARD_MODES.contains(&r)) {
                 let name = method.attr.as_str();
-                return (matches!(name, "is_extend" | "is_prefill")
-                    || PREFILL_NAMES.contains(&name))
-                .then_some(Batch::Prefill);
+                return (name == "is_extend" || PREFILL_NAMES.contains(&name))
+                    .then_some(Batch::Prefill);
             }
         }
     }
