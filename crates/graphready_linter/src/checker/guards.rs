@@ -235,3 +235,15 @@ pub fn is_device_kernel(model: &SemanticModel, function: &ast::StmtFunctionDef) 
         })
     })
 }
+
+/// Whether a test holds only on a device without CUDA graphs: a platform test
+/// (`current_platform.is_xpu()`, `_is_npu`), alone or in a conjunction
+/// (`current_platform.is_xpu() and backend == "batched"`).
+pub(super) fn on_other_platform(test: &Expr) -> bool {
+    match test {
+        Expr::BoolOp(bool_op) if matches!(bool_op.op, ast::BoolOp::And) => {
+            bool_op.values.iter().any(on_other_platform)
+        }
+        test => crate::util::is_other_platform(test),
+    }
+}

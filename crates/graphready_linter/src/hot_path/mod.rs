@@ -18,6 +18,7 @@ mod index;
 mod invocations;
 mod invoke;
 mod param_classes;
+mod platforms;
 mod prefill;
 mod processors;
 mod properties;
@@ -230,11 +231,15 @@ impl<'s> HotPath<'s> {
             .filter_map(|entry| index.method_class(entry.node))
             .collect();
         let processor_built = processors::processor_built(&index, &default_classes);
+        // A class only a device without CUDA graphs has instances of: no call runs its methods.
+        let platform_only = platforms::platform_only(&index);
         defaults.retain(|entry| {
-            !index
-                .method_class(entry.node)
-                .is_some_and(|class| processor_built.contains(&class))
+            !index.method_class(entry.node).is_some_and(|class| {
+                processor_built.contains(&class) || platform_only.contains(&class)
+            })
         });
+        let mut blocked = eager.clone();
+        blocked.extend(platforms::methods(&index, &platform_only));
         // Module forwards that no other function calls go first, so that a chain starts at the
         // outermost model rather than at the layer that holds the finding.
         let called = index.called_through("forward");
@@ -263,8 +268,8 @@ impl<'s> HotPath<'s> {
         let ((), (by_name, once, property_reads, attribute_types)) = rayon::join(
             || {
                 let none = FxHashMap::default();
-                search(&index, &explicit, &eager, &mut captured, &none, true);
-                search(&index, &roots, &eager, &mut captured, &none, true);
+                search(&index, &explicit, &blocked, &mut captured, &none, true);
+                search(&index, &roots, &blocked, &mut captured, &none, true);
             },
             || {
                 let by_name = steps::sites_by_name(&index);
@@ -304,7 +309,7 @@ impl<'s> HotPath<'s> {
             .collect();
         steps.extend(prefill_entries);
         // Set-up and measuring harnesses run once, even when per-step code calls them.
-        let mut breaks = eager.clone();
+        let mut breaks = blocked;
         breaks.extend(once);
         let mut stalled = FxHashMap::default();
         search(&index, &steps, &breaks, &mut stalled, &captured, false);

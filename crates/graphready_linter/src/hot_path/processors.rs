@@ -83,6 +83,7 @@ fn constructed(
             _ => None,
         })
         .chain(&function.guarded_constructions)
+        .chain(&function.platform_constructions)
         .filter(|reference| {
             let (Ref::Local(name) | Ref::Qualified(name)) = reference;
             names.is_none_or(|names| names.contains(last_name(name)))

@@ -133,6 +133,8 @@ pub(crate) struct SummaryBuilder<'a> {
     returns_only: bool,
     /// The module serves a device without CUDA graphs (see `ClassSummary::no_instance`).
     other_platform: bool,
+    /// Non-zero inside a branch for a device without CUDA graphs (`if current_platform.is_xpu():`).
+    platform_depth: u32,
 }
 
 impl<'a> SummaryBuilder<'a> {
@@ -170,6 +172,7 @@ impl<'a> SummaryBuilder<'a> {
             saved_method_self: Vec::new(),
             method_imports: FxHashMap::default(),
             capture_depth: 0,
+            platform_depth: 0,
         }
     }
 
@@ -334,6 +337,7 @@ impl<'a> SummaryBuilder<'a> {
             calls: Vec::new(),
             guarded_invocations: Vec::new(),
             guarded_constructions: Vec::new(),
+            platform_constructions: Vec::new(),
             tuple_returns: None,
             captured_calls: Vec::new(),
             capture_blocks: Vec::new(),

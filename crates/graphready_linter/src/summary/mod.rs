@@ -215,6 +215,10 @@ pub struct FunctionSummary {
     /// Classes constructed where the code does not run every step (a lazily built module: `if
     /// self._filterbank is None: fb = FilterbankFeatures(...)`): who builds a class.
     pub guarded_constructions: Vec<Ref>,
+    /// Classes constructed only on a device without CUDA graphs (`if current_platform.is_xpu():
+    /// return BatchedPrepareAndFinalize(...)`, or anywhere in a module for one): a class nothing
+    /// else constructs has no instance on a CUDA GPU (see `hot_path::platforms`).
+    pub platform_constructions: Vec<Ref>,
     /// Calls made inside `with torch.cuda.graph(...)` blocks of this function: capture sites.
     pub captured_calls: Vec<CallSite>,
     /// Line ranges (inclusive) of `with torch.cuda.graph(...)` bodies in this function.

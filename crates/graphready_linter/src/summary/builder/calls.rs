@@ -374,9 +374,24 @@ impl SummaryBuilder<'_> {
         let Some(reference) = self.reference(model, &call.func) else {
             return;
         };
+        let platform = self.other_platform || self.platform_depth > 0;
         if let Some(function) = self.building.last_mut() {
-            function.guarded_constructions.push(reference);
+            if platform {
+                function.platform_constructions.push(reference);
+            } else {
+                function.guarded_constructions.push(reference);
+            }
         }
+    }
+
+    /// The checker enters (`on`) a branch for a device without CUDA graphs, or another one.
+    pub(crate) fn enter_platform(&mut self, on: bool) {
+        self.platform_depth += u32::from(on);
+    }
+
+    /// The checker leaves the branch [`Self::enter_platform`] entered.
+    pub(crate) fn exit_platform(&mut self, on: bool) {
+        self.platform_depth -= u32::from(on);
     }
 
     /// Calling the instances an expression holds (`self.mlp(x)`) runs their `forward`.

@@ -1,0 +1,79 @@
+//! Classes that exist only on a device without CUDA graphs. A factory that builds a class only
+//! under a platform test (`if current_platform.is_xpu() and backend == "batched_triton": return
+//! BatchedPrepareAndFinalize(...)`), or only in a module for such a device, makes no instance of
+//! it on a CUDA GPU: a call through its base class (class hierarchy analysis) never runs its
+//! overrides there, and its `forward` is no model the engine captures.
+
+use super::constants::last_name;
+use super::index::{ClassId, NodeId, ProjectIndex};
+use crate::summary::{CallTarget, Ref};
+use rayon::prelude::*;
+use rustc_hash::FxHashSet;
+
+/// The classes the project constructs somewhere, and only in code for a device without CUDA
+/// graphs. A class with subclasses stays: they inherit its methods.
+pub(super) fn platform_only(index: &ProjectIndex) -> FxHashSet<ClassId> {
+    let nodes: Vec<NodeId> = index.nodes().collect();
+    let mut only: FxHashSet<ClassId> = nodes
+        .iter()
+        .flat_map(|&node| {
+            index
+                .function(node)
+                .platform_constructions
+                .iter()
+                .filter_map(move |reference| index.class_of(node.module, reference))
+        })
+        .filter(|&class| index.subclasses_of(class).is_empty())
+        .collect();
+    if only.is_empty() {
+        return only;
+    }
+    let names: FxHashSet<&str> = only
+        .iter()
+        .map(|&class| last_name(&index.class_summary(class).name))
+        .collect();
+    // Less what code for every platform constructs.
+    let elsewhere: Vec<ClassId> = nodes
+        .into_par_iter()
+        .flat_map_iter(|node| {
+            let function = index.function(node);
+            function
+                .calls
+                .iter()
+                .chain(&function.captured_calls)
+                .filter_map(|site| match &site.target {
+                    CallTarget::Function(reference) => Some(reference),
+                    _ => None,
+                })
+                .chain(&function.guarded_constructions)
+                .filter(|reference| {
+                    let (Ref::Local(name) | Ref::Qualified(name)) = reference;
+                    names.contains(last_name(name))
+                })
+                .filter_map(|reference| index.class_of(node.module, reference))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for class in elsewhere {
+        only.remove(&class);
+    }
+    only
+}
+
+/// The methods of `classes`.
+pub(super) fn methods(index: &ProjectIndex, classes: &FxHashSet<ClassId>) -> Vec<NodeId> {
+    classes
+        .iter()
+        .flat_map(|&class| {
+            let summary = index.class_summary(class);
+            summary.methods.iter().filter_map(move |method| {
+                index
+                    .own_method(class.0, &summary.name, method)
+                    .map(|function| NodeId {
+                        module: class.0,
+                        function,
+                    })
+            })
+        })
+        .collect()
+}
