@@ -52,19 +52,8 @@ fn check_project(
     let settings = Settings::default();
     let hot_path = HotPathSettings::default();
     let options = Options::new(std::slice::from_ref(&settings), &hot_path, scope);
-    let mut files = Vec::new();
-    python_files(&root.join(package), &mut files);
-    let report = project::check(&options, |found| {
-        for path in &files {
-            found(SourceFile {
-                path: path.clone(),
-                settings: 0,
-                ignored: RuleSet::empty(),
-            });
-        }
-    });
     let prefix = format!("{}/", root.display());
-    report
+    run(root, package, &options)
         .diagnostics()
         .into_iter()
         .map(|d| {
@@ -77,6 +66,21 @@ fn check_project(
             )
         })
         .collect()
+}
+
+/// A run over the files of `root/package`.
+fn run(root: &Path, package: &str, options: &Options) -> project::ProjectReport {
+    let mut files = Vec::new();
+    python_files(&root.join(package), &mut files);
+    project::check(options, |found| {
+        for path in &files {
+            found(SourceFile {
+                path: path.clone(),
+                settings: 0,
+                ignored: RuleSet::empty(),
+            });
+        }
+    })
 }
 
 fn finding(
@@ -796,6 +800,36 @@ fn a_step_marked_by_hand_is_an_entry_not_a_library() {
             "GR101",
             "stall",
             &["decode_step", "_read"],
+        )]
+    );
+}
+
+/// `--show-scope` names the classes only devices without CUDA graphs build: their methods are
+/// not followed, and a user should see why.
+#[test]
+fn the_scope_names_classes_only_other_platforms_build() {
+    let settings = Settings::default();
+    let hot_path = HotPathSettings::default();
+    let mut options = Options::new(std::slice::from_ref(&settings), &hot_path, Scope::Hot);
+    options.show_scope = true;
+    let prefix = format!("{}/", project_dir().display());
+    let classes: Vec<(String, String)> = run(&project_dir(), "engine", &options)
+        .scope
+        .expect("a scope report")
+        .platform_only
+        .into_iter()
+        .map(|class| {
+            (
+                class.path.trim_start_matches(&prefix).to_string(),
+                class.class,
+            )
+        })
+        .collect();
+    assert_eq!(
+        classes,
+        vec![(
+            "engine/dispatch.py".to_string(),
+            "BatchedPrepareFinalize".to_string()
         )]
     );
 }

@@ -44,6 +44,14 @@ pub fn render(scope: &ScopeReport) -> String {
     for link in &scope.eager {
         let _ = writeln!(out, "  {}:{}  {}", link.path, link.line, link.function);
     }
+    let _ = writeln!(
+        out,
+        "Classes only devices without CUDA graphs build (not followed): {}",
+        scope.platform_only.len()
+    );
+    for class in &scope.platform_only {
+        let _ = writeln!(out, "  {}  {}", class.path, class.class);
+    }
     for name in &scope.unmatched {
         let _ = writeln!(out, "warning: configured name `{name}` matches no function");
     }

@@ -234,6 +234,11 @@ impl<'s> ProjectIndex<'s> {
         self.modules
     }
 
+    /// A class's name, qualified inside its module.
+    pub fn class_name(&self, class: ClassId) -> &'s str {
+        &self.class_summary(class).name
+    }
+
     pub(super) fn class_summary(&self, class: ClassId) -> &'s ClassSummary {
         &self.modules[class.0].classes[class.1]
     }

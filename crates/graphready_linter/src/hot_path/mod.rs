@@ -79,6 +79,9 @@ pub struct HotPath<'s> {
     pub capture_entries: Vec<Entry>,
     pub step_entries: Vec<Entry>,
     pub eager: Vec<NodeId>,
+    /// Classes only code for devices without CUDA graphs builds (see [`platforms`]), in module
+    /// and class order: not followed.
+    pub platform_only: Vec<index::ClassId>,
     /// Parent on the shortest chain (`None` for an entry), per reached node.
     captured: FxHashMap<NodeId, Option<NodeId>>,
     stalled: FxHashMap<NodeId, Option<NodeId>>,
@@ -240,6 +243,8 @@ impl<'s> HotPath<'s> {
         });
         let mut blocked = eager.clone();
         blocked.extend(platforms::methods(&index, &platform_only));
+        let mut platform_only: Vec<index::ClassId> = platform_only.into_iter().collect();
+        platform_only.sort_unstable();
         // Module forwards that no other function calls go first, so that a chain starts at the
         // outermost model rather than at the layer that holds the finding.
         let called = index.called_through("forward");
@@ -339,6 +344,7 @@ impl<'s> HotPath<'s> {
             capture_entries,
             step_entries: steps,
             eager,
+            platform_only,
             captured,
             stalled,
             param_types,

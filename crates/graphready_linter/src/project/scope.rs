@@ -23,6 +23,13 @@ pub struct ScopeEntry {
     pub explicit: bool,
 }
 
+/// A class, by the path of its module and its name there.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScopeClass {
+    pub path: String,
+    pub class: String,
+}
+
 /// A function the hot path reaches.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReachedFunction {
@@ -39,6 +46,9 @@ pub struct ScopeReport {
     pub capture_entries: Vec<ScopeEntry>,
     pub step_entries: Vec<ScopeEntry>,
     pub eager: Vec<ChainLink>,
+    /// Classes only code for devices without CUDA graphs builds: their methods are not
+    /// followed.
+    pub platform_only: Vec<ScopeClass>,
     /// Configured names (`entry-points`, `step-entry-points`, `eager`) that matched no function.
     pub unmatched: Vec<String>,
     /// Functions reached with capture reach, and with stall reach only.
@@ -95,6 +105,14 @@ impl ScopeReport {
             capture_entries: hot.capture_entries.iter().map(entry).collect(),
             step_entries: hot.step_entries.iter().map(entry).collect(),
             eager: hot.eager.iter().map(|node| hot.index.link(*node)).collect(),
+            platform_only: hot
+                .platform_only
+                .iter()
+                .map(|&class| ScopeClass {
+                    path: modules[class.0].path.clone(),
+                    class: hot.index.class_name(class).to_string(),
+                })
+                .collect(),
             unmatched: hot.unmatched.clone(),
             captured: hot.captured_count(),
             stalled: hot.stalled_count(),
