@@ -6,7 +6,7 @@
 
 use super::constants::last_name;
 use super::index::{ClassId, NodeId, ProjectIndex};
-use crate::summary::{CallTarget, Ref};
+use super::processors::constructed;
 use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
@@ -35,24 +35,7 @@ pub(super) fn platform_only(index: &ProjectIndex) -> FxHashSet<ClassId> {
     // Less what code for every platform constructs.
     let elsewhere: Vec<ClassId> = nodes
         .into_par_iter()
-        .flat_map_iter(|node| {
-            let function = index.function(node);
-            function
-                .calls
-                .iter()
-                .chain(&function.captured_calls)
-                .filter_map(|site| match &site.target {
-                    CallTarget::Function(reference) => Some(reference),
-                    _ => None,
-                })
-                .chain(&function.guarded_constructions)
-                .filter(|reference| {
-                    let (Ref::Local(name) | Ref::Qualified(name)) = reference;
-                    names.contains(last_name(name))
-                })
-                .filter_map(|reference| index.class_of(node.module, reference))
-                .collect::<Vec<_>>()
-        })
+        .flat_map_iter(|node| constructed(index, node, &only, Some(&names), false))
         .collect();
     for class in elsewhere {
         only.remove(&class);

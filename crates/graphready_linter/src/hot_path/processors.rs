@@ -43,7 +43,7 @@ pub(super) fn processor_built(
         .collect();
     let mut built: FxHashSet<ClassId> = by_processors
         .iter()
-        .flat_map(|&node| constructed(index, node, classes, None))
+        .flat_map(|&node| constructed(index, node, classes, None, true))
         .collect();
     if built.is_empty() {
         return built;
@@ -57,7 +57,7 @@ pub(super) fn processor_built(
     let elsewhere: Vec<ClassId> = nodes
         .into_par_iter()
         .filter(|node| !processor_nodes.contains(node))
-        .flat_map_iter(|node| constructed(index, node, &built, Some(&names)))
+        .flat_map_iter(|node| constructed(index, node, &built, Some(&names), true))
         .collect();
     for class in elsewhere {
         built.remove(&class);
@@ -65,13 +65,15 @@ pub(super) fn processor_built(
     built
 }
 
-/// The classes of `classes` a function constructs (in code that runs every step or not), by
-/// calls whose name is one of `names` when given.
-fn constructed(
+/// The classes of `classes` a function constructs (in code that runs every step or not; with
+/// `platform`, also in code for devices without CUDA graphs), by calls whose name is one of
+/// `names` when given.
+pub(super) fn constructed(
     index: &ProjectIndex,
     node: NodeId,
     classes: &FxHashSet<ClassId>,
     names: Option<&FxHashSet<&str>>,
+    platform: bool,
 ) -> Vec<ClassId> {
     let function: &FunctionSummary = index.function(node);
     function
@@ -83,7 +85,12 @@ fn constructed(
             _ => None,
         })
         .chain(&function.guarded_constructions)
-        .chain(&function.platform_constructions)
+        .chain(
+            platform
+                .then_some(&function.platform_constructions)
+                .into_iter()
+                .flatten(),
+        )
         .filter(|reference| {
             let (Ref::Local(name) | Ref::Qualified(name)) = reference;
             names.is_none_or(|names| names.contains(last_name(name)))
