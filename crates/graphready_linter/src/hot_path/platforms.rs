@@ -4,10 +4,8 @@
 //! it on a CUDA GPU: a call through its base class (class hierarchy analysis) never runs its
 //! overrides there, and its `forward` is no model the engine captures.
 
-use super::constants::last_name;
 use super::index::{ClassId, NodeId, ProjectIndex};
-use super::processors::constructed;
-use rayon::prelude::*;
+use super::processors::less_built_elsewhere;
 use rustc_hash::FxHashSet;
 
 /// The classes the project constructs somewhere, and only in code for a device without CUDA
@@ -28,18 +26,8 @@ pub(super) fn platform_only(index: &ProjectIndex) -> FxHashSet<ClassId> {
     if only.is_empty() {
         return only;
     }
-    let names: FxHashSet<&str> = only
-        .iter()
-        .map(|&class| last_name(&index.class_summary(class).name))
-        .collect();
     // Less what code for every platform constructs.
-    let elsewhere: Vec<ClassId> = nodes
-        .into_par_iter()
-        .flat_map_iter(|node| constructed(index, node, &only, Some(&names), false))
-        .collect();
-    for class in elsewhere {
-        only.remove(&class);
-    }
+    less_built_elsewhere(index, nodes, &mut only, &FxHashSet::default(), false);
     only
 }
 

@@ -49,26 +49,38 @@ pub(super) fn processor_built(
         return built;
     }
     let processor_nodes: FxHashSet<NodeId> = by_processors.into_iter().collect();
-    let names: FxHashSet<&str> = built
+    // Less what anything else constructs.
+    less_built_elsewhere(index, nodes, &mut built, &processor_nodes, true);
+    built
+}
+
+/// Removes from `classes` those that a function of `nodes` outside `skip` constructs (with
+/// `platform`, also in code for devices without CUDA graphs; see [`constructed`]).
+pub(super) fn less_built_elsewhere(
+    index: &ProjectIndex,
+    nodes: Vec<NodeId>,
+    classes: &mut FxHashSet<ClassId>,
+    skip: &FxHashSet<NodeId>,
+    platform: bool,
+) {
+    let names: FxHashSet<&str> = classes
         .iter()
         .map(|&class| last_name(&index.class_summary(class).name))
         .collect();
-    // Less what anything else constructs.
     let elsewhere: Vec<ClassId> = nodes
         .into_par_iter()
-        .filter(|node| !processor_nodes.contains(node))
-        .flat_map_iter(|node| constructed(index, node, &built, Some(&names), true))
+        .filter(|node| !skip.contains(node))
+        .flat_map_iter(|node| constructed(index, node, classes, Some(&names), platform))
         .collect();
     for class in elsewhere {
-        built.remove(&class);
+        classes.remove(&class);
     }
-    built
 }
 
 /// The classes of `classes` a function constructs (in code that runs every step or not; with
 /// `platform`, also in code for devices without CUDA graphs), by calls whose name is one of
 /// `names` when given.
-pub(super) fn constructed(
+fn constructed(
     index: &ProjectIndex,
     node: NodeId,
     classes: &FxHashSet<ClassId>,
