@@ -362,6 +362,46 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["MoE.forward", "QuantExperts.forward"],
             ),
+            // Submodules a layer builds from a class it picks, or through a factory indexing a
+            // module's table of classes: the attention of a vision stack its model runs per
+            // request runs on the host path; the MLPs are captured under the model's layers,
+            // which it loops over with `zip`.
+            finding(
+                "engine/factories.py",
+                13,
+                "GR101",
+                "stall",
+                &["EagerAttention.forward"],
+            ),
+            finding(
+                "engine/factories.py",
+                18,
+                "GR101",
+                "stall",
+                &["SdpaAttention.forward"],
+            ),
+            finding(
+                "engine/factories.py",
+                30,
+                "GR101",
+                "capture",
+                &[
+                    "FactoryModel.forward",
+                    "FactoryLayer.forward",
+                    "GatedMlp.forward"
+                ],
+            ),
+            finding(
+                "engine/factories.py",
+                35,
+                "GR101",
+                "capture",
+                &[
+                    "FactoryModel.forward",
+                    "FactoryLayer.forward",
+                    "Fp8Mlp.forward"
+                ],
+            ),
             // The encoder a model builds is captured; the filterbank only the feature extractor
             // builds (lazily) runs on the host as it prepares a request (line 13: not reported).
             finding(

@@ -113,6 +113,9 @@ pub(crate) struct SummaryBuilder<'a> {
     globals: Vec<FxHashSet<&'a str>>,
     /// Module-level dicts whose values are strings (`MODES = {Mode.SAMPLE: "_sample"}`).
     string_tables: FxHashMap<&'a str, Vec<String>>,
+    /// Module-level dicts whose values name classes (`ATTENTION = {"sdpa": SdpaAttention}`):
+    /// a registry a factory indexes and calls (`ATTENTION[kind](...)`).
+    class_tables: FxHashMap<&'a str, Vec<&'a Expr>>,
     /// Nested `def`s visible by name, per function.
     local_defs: Vec<FxHashMap<&'a str, String>>,
     /// Top-level functions and classes of the module.
@@ -165,6 +168,7 @@ impl<'a> SummaryBuilder<'a> {
             dict_locals: Vec::new(),
             globals: Vec::new(),
             string_tables: FxHashMap::default(),
+            class_tables: FxHashMap::default(),
             local_defs: Vec::new(),
             module_defs: FxHashSet::default(),
             awaited: None,
@@ -187,7 +191,17 @@ impl<'a> SummaryBuilder<'a> {
                 Stmt::ClassDef(class) => {
                     self.module_defs.insert(class.name.id.as_str());
                 }
-                Stmt::Assign(assign) => self.string_table(assign),
+                Stmt::Assign(assign) => {
+                    self.string_table(assign);
+                    if let [target] = assign.targets.as_slice() {
+                        self.class_table(target, &assign.value);
+                    }
+                }
+                Stmt::AnnAssign(assign) => {
+                    if let Some(value) = &assign.value {
+                        self.class_table(&assign.target, value);
+                    }
+                }
                 _ => {}
             }
         }

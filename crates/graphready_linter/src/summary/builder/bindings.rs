@@ -214,9 +214,33 @@ impl<'a> SummaryBuilder<'a> {
         }
     }
 
-    /// `for layer in self.layers:` binds `layer` to the members' classes.
+    /// `for layer in self.layers:` binds `layer` to the members' classes; so do `for i, layer
+    /// in enumerate(self.layers):` and `for layer, norm in zip(self.layers, self.norms):`.
     pub(crate) fn loop_target(&mut self, model: &SemanticModel, target: &'a Expr, iter: &Expr) {
         if self.returns_only {
+            return;
+        }
+        if let (Expr::Tuple(tuple), Expr::Call(call)) = (target, iter) {
+            let builtin = match &*call.func {
+                Expr::Name(name) => name.id.as_str(),
+                _ => "",
+            };
+            let args = &call.arguments.args;
+            match (builtin, tuple.elts.as_slice(), &**args) {
+                ("enumerate", [index, element], [sequence]) => {
+                    self.forget_binding(index);
+                    self.loop_target(model, element, sequence);
+                }
+                ("zip", elements, sequences)
+                    if elements.len() == sequences.len()
+                        && !sequences.iter().any(Expr::is_starred_expr) =>
+                {
+                    for (element, sequence) in elements.iter().zip(sequences) {
+                        self.loop_target(model, element, sequence);
+                    }
+                }
+                _ => {}
+            }
             return;
         }
         let Expr::Name(name) = target else {
@@ -241,6 +265,20 @@ impl<'a> SummaryBuilder<'a> {
             if !refs.is_empty() {
                 scope.insert(name.id.as_str(), refs);
             }
+        }
+    }
+}
+
+impl<'a> SummaryBuilder<'a> {
+    /// A loop variable bound to something the walk does not type (`i` in `enumerate`): no
+    /// longer what an earlier binding made it.
+    fn forget_binding(&mut self, target: &'a Expr) {
+        let Expr::Name(name) = target else {
+            return;
+        };
+        self.bind_local(name.id.as_str(), None);
+        if let Some(scope) = self.instances.last_mut() {
+            scope.remove(name.id.as_str());
         }
     }
 }

@@ -1,10 +1,10 @@
 //! Callables held in locals: methods looked up by name (`getattr(self, "name")`,
 //! `getattr(type(self), MODES[mode])` through a module-level dict of method names) and the
-//! project's functions a local may hold.
+//! project's functions a local may hold; module-level tables of classes a factory indexes.
 
 use super::{is_external, SummaryBuilder};
 use crate::semantic::SemanticModel;
-use crate::summary::{CallTarget, Ref};
+use crate::summary::{CallTarget, Ref, TypeRef};
 use ruff_python_ast::{self as ast, Expr};
 
 impl<'a> SummaryBuilder<'a> {
@@ -135,6 +135,32 @@ impl<'a> SummaryBuilder<'a> {
         }
     }
 
+    /// A module-level dict whose values all name classes by CamelCase name (`ATTENTION =
+    /// {"eager": EagerAttention, "sdpa": SdpaAttention}`): the index decides which are classes.
+    pub(super) fn class_table(&mut self, target: &'a Expr, value: &'a Expr) {
+        let (Expr::Name(name), Expr::Dict(dict)) = (target, value) else {
+            return;
+        };
+        let values: Vec<&'a Expr> = dict.items.iter().map(|item| &item.value).collect();
+        if !values.is_empty() && values.iter().all(|value| names_a_class(value)) {
+            self.class_tables.insert(name.id.as_str(), values);
+        }
+    }
+
+    /// The classes a module-level table named `name` holds, as class objects in a container.
+    pub(super) fn class_table_type(&self, model: &SemanticModel, name: &str) -> Option<TypeRef> {
+        let values = self.class_tables.get(name)?;
+        let classes: Vec<Ref> = values
+            .iter()
+            .filter_map(|value| self.reference(model, value))
+            .collect();
+        (!classes.is_empty()).then_some(TypeRef {
+            classes,
+            elements: true,
+            class_object: true,
+        })
+    }
+
     /// The methods of `self` a lookup by name may return: `getattr(self, "name")`,
     /// `getattr(type(self), MODES[mode])` with `MODES` a module-level dict of method names
     /// (also `self.__class__` and `cls`).
@@ -183,4 +209,17 @@ fn is_identifier(value: &str) -> bool {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Whether an expression names a class by the convention for class names: a name or an
+/// attribute whose last part starts with a capital and has a lower-case letter
+/// (`SdpaAttention`, `layers.Fp8Mlp`; not `MAX_SIZE`).
+pub(super) fn names_a_class(expr: &Expr) -> bool {
+    let name = match expr {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+        _ => return false,
+    };
+    name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name.chars().any(|c| c.is_ascii_lowercase())
 }

@@ -210,7 +210,10 @@ impl<'a> SummaryBuilder<'a> {
             return None;
         }
         match expr {
-            Expr::Name(name) => self.local_type(name.id.as_str()),
+            Expr::Name(name) => self.local_type(name.id.as_str()).or_else(|| {
+                self.class_table_type(model, name.id.as_str())
+                    .map(TypePath::of_type)
+            }),
             Expr::Attribute(attribute) => {
                 if model.qualified_name(expr).is_some() {
                     return None;
@@ -255,6 +258,13 @@ impl<'a> SummaryBuilder<'a> {
                         }
                     }
                 }
+                // `ATTENTION[kind](...)`: an instance of what the table's item is.
+                if let Expr::Subscript(_) = &*call.func {
+                    return Some(
+                        self.type_path_depth(model, &call.func, depth + 1)?
+                            .then(PathStep::Construct),
+                    );
+                }
                 let reference = self.reference(model, &call.func)?;
                 if matches!(&reference, Ref::Qualified(q) if is_foreign(q)) {
                     return None;
@@ -275,7 +285,8 @@ impl<'a> SummaryBuilder<'a> {
                 .find_map(|value| self.type_path_depth(model, value, depth + 1)),
             Expr::If(if_expr) => self
                 .type_path_depth(model, &if_expr.body, depth + 1)
-                .or_else(|| self.type_path_depth(model, &if_expr.orelse, depth + 1)),
+                .or_else(|| self.type_path_depth(model, &if_expr.orelse, depth + 1))
+                .or_else(|| self.class_choice(model, expr)),
             Expr::Named(named) => self.type_path_depth(model, &named.value, depth + 1),
             Expr::ListComp(ast::ExprListComp {
                 elt, generators, ..
@@ -306,6 +317,38 @@ impl<'a> SummaryBuilder<'a> {
         }
         Some(TypePath::of_type(TypeRef {
             classes: vec![reference],
+            elements: false,
+            class_object: true,
+        }))
+    }
+
+    /// A choice between classes by name (`Fp8Mlp if fp8 else GatedMlp`, also nested), as the
+    /// class objects it may be: calling it constructs one of them. The index decides which
+    /// names are classes.
+    fn class_choice(&self, model: &SemanticModel, expr: &Expr) -> Option<TypePath> {
+        let mut classes = Vec::new();
+        let mut pending = vec![expr];
+        while let Some(expr) = pending.pop() {
+            match expr {
+                Expr::If(if_expr) => {
+                    pending.push(&if_expr.orelse);
+                    pending.push(&if_expr.body);
+                }
+                Expr::Name(name) if self.local_type(name.id.as_str()).is_some() => return None,
+                other if super::lookups::names_a_class(other) => {
+                    let reference = self.reference(model, other)?;
+                    if matches!(&reference, Ref::Qualified(q) if is_foreign(q)) {
+                        return None;
+                    }
+                    if !classes.contains(&reference) {
+                        classes.push(reference);
+                    }
+                }
+                _ => return None,
+            }
+        }
+        Some(TypePath::of_type(TypeRef {
+            classes,
             elements: false,
             class_object: true,
         }))
