@@ -11,6 +11,7 @@ mod args;
 mod constants;
 mod custom_ops;
 mod derived;
+mod encoders;
 mod guesses;
 mod held;
 mod hierarchy;
@@ -252,10 +253,16 @@ impl<'s> HotPath<'s> {
         // called, so no outermost model, and no entry of the host path either.
         let guarded = index.invoked_guarded();
         defaults.retain(|entry| called.contains(&entry.node) || !guarded.contains(&entry.node));
-        let (inner, roots): (Vec<Entry>, Vec<Entry>) = defaults
-            .iter()
-            .cloned()
-            .partition(|entry| called.contains(&entry.node));
+        // An encoder no project function is seen to call runs per request on the host path,
+        // like one the project calls only from uncaptured code: engines capture the decoder's
+        // step and run media and text encoders (and VAEs) eagerly.
+        let (inner, roots): (Vec<Entry>, Vec<Entry>) =
+            defaults.iter().cloned().partition(|entry| {
+                called.contains(&entry.node)
+                    || index
+                        .method_class(entry.node)
+                        .is_some_and(|class| encoders::is_encoder(&index, class))
+            });
         // Parameters the project's calls decide; entry points are called from outside too.
         let entry_nodes: FxHashSet<NodeId> = explicit
             .iter()
