@@ -414,6 +414,19 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["AudioModel.forward", "AudioEncoder.forward"],
             ),
+            // A scheduler waiting on the event it recorded after copying the step's tokens to
+            // pinned memory (line 21): a fence, not reported outside capture. The whole-device
+            // synchronise after it stalls the step.
+            finding(
+                "engine/fences.py",
+                22,
+                "GR107",
+                "stall",
+                &[
+                    "OverlapScheduler.event_loop",
+                    "OverlapScheduler.process_result"
+                ],
+            ),
             // A stage that prepares rotary tables through a configuration helper calling the
             // rotary embedding it is handed (`rotary_emb.forward(ids)`: a layer, not the
             // model): only the loop running the model every timestep runs every step.

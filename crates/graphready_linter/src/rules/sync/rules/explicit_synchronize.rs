@@ -29,12 +29,20 @@ declare_violation! {
     /// side_stream.wait_stream(torch.cuda.current_stream())
     /// ```
     ///
+    /// Waiting on an event (`done.synchronize()`, on a `torch.cuda.Event` or a value named for
+    /// one: a last word `event`, `done` or `ready`, as in `copy_done` or `d2h_event`) is
+    /// reported only inside captured code, where it breaks capture. On the host path around
+    /// the graph it is a fence: the way a pipeline consumes an asynchronous copy it recorded
+    /// the event after (a scheduler waiting for the sampled tokens it copies to pinned host
+    /// memory), which waits for that work and nothing else.
+    ///
     /// ## Known problems
     /// `.synchronize()` with no arguments is reported on any receiver not known to be something
     /// else, since in PyTorch code it is almost always a CUDA stream, event or device.
     /// `.query()` is reported only on values known to be streams or events.
     pub struct ExplicitSynchronize {
         call: String,
+        fence: bool,
     }
 }
 
@@ -49,6 +57,11 @@ impl Violation for ExplicitSynchronize {
 
     fn fix_title(&self) -> Option<String> {
         Some("Order work on the device with `wait_stream`/`wait_event`, or move the wait out of the captured step".to_string())
+    }
+
+    /// A wait on an event fences one piece of work: a problem only while capturing.
+    fn captured_only(&self) -> bool {
+        self.fence
     }
 }
 
@@ -74,6 +87,7 @@ fn explicit_synchronize(checker: &mut Checker, call: &ast::ExprCall) {
             checker.report(
                 ExplicitSynchronize {
                     call: format!("{qualified}()"),
+                    fence: false,
                 },
                 call.range(),
             );
@@ -94,11 +108,34 @@ fn explicit_synchronize(checker: &mut Checker, call: &ast::ExprCall) {
         _ => false,
     };
     if reported {
+        let fence = method == "synchronize"
+            && match checker.ty(receiver) {
+                Ty::Event => true,
+                Ty::Unknown => names_an_event(receiver),
+                _ => false,
+            };
         checker.report(
             ExplicitSynchronize {
                 call: format!(".{method}()"),
+                fence,
             },
             call.range(),
         );
     }
+}
+
+/// Whether a value is named for an event: the last `_` word of its name (or attribute) is
+/// `event`, `done` or `ready` (`copy_done`, `self.prepare_inputs_event`, `publish_ready`).
+fn names_an_event(expr: &Expr) -> bool {
+    let name = match expr {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.as_str(),
+        _ => return false,
+    };
+    name.rsplit('_').next().is_some_and(|word| {
+        matches!(
+            word.to_ascii_lowercase().as_str(),
+            "event" | "done" | "ready"
+        )
+    })
 }
