@@ -58,7 +58,7 @@ const SET_UP_WORDS: &[&str] = &[
 
 /// Whether a function's name says it is set-up or a measurement: `__init__`, `load_weights`,
 /// `_dummy_run`, `capture_model`, `warmup`, `warm_up`, `profile_run`, an autotuner's
-/// `_tune_workload`.
+/// `_tune_workload`, a graph runner's `_create_graph`.
 pub(super) fn is_set_up(qualname: &str) -> bool {
     // A function nested in set-up is set-up too (`_dummy_run.run_once`).
     qualname.split('.').any(is_set_up_name)
@@ -92,7 +92,9 @@ fn set_up_name(name: &str) -> Option<SetUp> {
     for word in words {
         set_up |= is(word, SET_UP_WORDS)
             || (previous.eq_ignore_ascii_case("warm") || previous.eq_ignore_ascii_case("set"))
-                && word.eq_ignore_ascii_case("up");
+                && word.eq_ignore_ascii_case("up")
+            // Making a graph is capturing one (`_create_graph`, `build_graphs`).
+            || is(previous, &["create", "build", "make"]) && is(word, &["graph", "graphs"]);
         step |= is(word, STEP_WORDS);
         previous = word;
     }
@@ -523,6 +525,8 @@ mod tests {
             "_tune_workload",
             "install.tuning_forward",
             "Scheduler.on_idle",
+            "ViTCudaGraphRunner._create_graph",
+            "Runner.build_graphs",
         ] {
             assert!(is_set_up(name), "{name}");
         }
@@ -537,6 +541,8 @@ mod tests {
             "prepare_for_decode",
             "sample",
             "uploaded",
+            "graph_create_stats",
+            "Runner.replay_graph",
         ] {
             assert!(!is_set_up(name), "{name}");
         }
