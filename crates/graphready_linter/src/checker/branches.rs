@@ -1,12 +1,80 @@
-//! Branches: how the checker walks `if` statements (guards that make a body safe, clauses
-//! that see the names as they were before the statement, `isinstance` narrowing) and what it
-//! knows about a block's ways out.
+//! Blocks and branches: how the checker walks a block (what an early return leaves safe) and
+//! `if` statements (guards that make a body safe, clauses that see the names as they were before
+//! the statement, `isinstance` narrowing), and what it knows about a block's ways out.
 
 use super::{guards, Checker};
 use ruff_python_ast::visitor::Visitor;
 use ruff_python_ast::{self as ast, Expr, Stmt};
 
 impl<'a> Checker<'a> {
+    /// Visits a block; after `if <test>: return`, the rest of the block runs only when `test`
+    /// is false, which may make it safe. A block that can only end by raising is an error path:
+    /// what it does before the `raise` (formatting the values for the message) runs only when
+    /// something already went wrong.
+    pub(super) fn visit_block(&mut self, body: &'a [Stmt]) {
+        let saved = self.safe_depth;
+        if only_raises(body) {
+            self.safe_depth += 1;
+        }
+        let saved_previous = self.previous;
+        let saved_next = self.next;
+        let mut prefill = 0;
+        let mut guarded = 0;
+        for (i, stmt) in body.iter().enumerate() {
+            self.previous = i.checked_sub(1).map(|j| &body[j]);
+            self.next = body.get(i + 1);
+            self.visit_stmt(stmt);
+            // What follows a `return`, `raise`, `continue` or `break` never runs.
+            if body_always_exits(std::slice::from_ref(stmt)) {
+                break;
+            }
+            // `try: if capturing: return ... except ...: pass`: the check made inside a `try`.
+            if let Stmt::Try(try_stmt) = stmt {
+                if try_stmt.body.iter().any(|inner| {
+                    matches!(inner, Stmt::If(if_stmt) if if_stmt.elif_else_clauses.is_empty()
+                        && body_always_exits(&if_stmt.body)
+                        && guards::safe_when(&self.model, self.settings, &if_stmt.test, true))
+                }) {
+                    self.safe_depth += 1;
+                }
+            }
+            if let Stmt::If(if_stmt) = stmt {
+                if if_stmt.elif_else_clauses.is_empty() && body_always_exits(&if_stmt.body) {
+                    if guards::safe_when(&self.model, self.settings, &if_stmt.test, true)
+                        || guards::mirror_fallback(&if_stmt.test, true, &body[i + 1..])
+                        || guards::is_lazy_early_return(
+                            &self.model,
+                            if_stmt,
+                            self.previous,
+                            &body[i + 1..],
+                        )
+                    {
+                        self.safe_depth += 1;
+                    }
+                    // `if is_decode: return ...`: the rest handles prefill work.
+                    if self.model.prefill_when(&if_stmt.test, true) {
+                        self.summary.enter_prefill(&body[i + 1..]);
+                        prefill += 1;
+                    }
+                    // `if not check: return`: the rest runs with `check` true.
+                    guarded += self.summary.enter_param_guard(
+                        &self.model,
+                        &body[i + 1..],
+                        &if_stmt.test,
+                        true,
+                    );
+                }
+            }
+        }
+        for _ in 0..prefill {
+            self.summary.exit_prefill();
+        }
+        self.summary.exit_param_guard(guarded);
+        self.safe_depth = saved;
+        self.previous = saved_previous;
+        self.next = saved_next;
+    }
+
     pub(super) fn visit_guarded(&mut self, safe: bool, body: &'a [Stmt]) {
         if safe {
             self.safe_depth += 1;

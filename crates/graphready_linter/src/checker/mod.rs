@@ -5,8 +5,6 @@ mod branches;
 pub(crate) mod guards;
 mod order;
 
-use branches::{body_always_exits, only_raises};
-
 use crate::registry::{Rule, RuleOf, RuleSet};
 use crate::rules;
 use crate::semantic::{ProjectFacts, SemanticModel, Ty};
@@ -53,6 +51,8 @@ pub struct Checker<'a> {
     safe_depth: u32,
     /// The statement before the one being visited, in its block.
     previous: Option<&'a Stmt>,
+    /// The statement after the one being visited, in its block.
+    next: Option<&'a Stmt>,
     /// Qualified name of the function being visited (`Class.method`, `outer.inner`).
     function: Option<String>,
     /// Class bodies being visited, innermost last.
@@ -96,6 +96,7 @@ impl<'a> Checker<'a> {
             diagnostics: Vec::new(),
             safe_depth: 0,
             previous: None,
+            next: None,
             function: None,
             classes: Vec::new(),
             class_body: None,
@@ -135,6 +136,11 @@ impl<'a> Checker<'a> {
     /// The qualified name of the function being visited (`Class.method`), if any.
     pub fn function(&self) -> Option<&str> {
         self.function.as_deref()
+    }
+
+    /// The statement after the one being visited, in its block (`None` at a block's end).
+    pub fn next_statement(&self) -> Option<&'a Stmt> {
+        self.next
     }
 
     pub fn enabled(&self, rule: Rule) -> bool {
@@ -279,71 +285,6 @@ impl<'a> Checker<'a> {
             (None, Some(function)) => format!("{function}.{name}"),
             (None, None) => name.to_string(),
         }
-    }
-
-    /// Visits a block; after `if <test>: return`, the rest of the block runs only when `test`
-    /// is false, which may make it safe. A block that can only end by raising is an error path:
-    /// what it does before the `raise` (formatting the values for the message) runs only when
-    /// something already went wrong.
-    fn visit_block(&mut self, body: &'a [Stmt]) {
-        let saved = self.safe_depth;
-        if only_raises(body) {
-            self.safe_depth += 1;
-        }
-        let saved_previous = self.previous;
-        let mut prefill = 0;
-        let mut guarded = 0;
-        for (i, stmt) in body.iter().enumerate() {
-            self.previous = i.checked_sub(1).map(|j| &body[j]);
-            self.visit_stmt(stmt);
-            // What follows a `return`, `raise`, `continue` or `break` never runs.
-            if body_always_exits(std::slice::from_ref(stmt)) {
-                break;
-            }
-            // `try: if capturing: return ... except ...: pass`: the check made inside a `try`.
-            if let Stmt::Try(try_stmt) = stmt {
-                if try_stmt.body.iter().any(|inner| {
-                    matches!(inner, Stmt::If(if_stmt) if if_stmt.elif_else_clauses.is_empty()
-                        && body_always_exits(&if_stmt.body)
-                        && guards::safe_when(&self.model, self.settings, &if_stmt.test, true))
-                }) {
-                    self.safe_depth += 1;
-                }
-            }
-            if let Stmt::If(if_stmt) = stmt {
-                if if_stmt.elif_else_clauses.is_empty() && body_always_exits(&if_stmt.body) {
-                    if guards::safe_when(&self.model, self.settings, &if_stmt.test, true)
-                        || guards::mirror_fallback(&if_stmt.test, true, &body[i + 1..])
-                        || guards::is_lazy_early_return(
-                            &self.model,
-                            if_stmt,
-                            self.previous,
-                            &body[i + 1..],
-                        )
-                    {
-                        self.safe_depth += 1;
-                    }
-                    // `if is_decode: return ...`: the rest handles prefill work.
-                    if self.model.prefill_when(&if_stmt.test, true) {
-                        self.summary.enter_prefill(&body[i + 1..]);
-                        prefill += 1;
-                    }
-                    // `if not check: return`: the rest runs with `check` true.
-                    guarded += self.summary.enter_param_guard(
-                        &self.model,
-                        &body[i + 1..],
-                        &if_stmt.test,
-                        true,
-                    );
-                }
-            }
-        }
-        for _ in 0..prefill {
-            self.summary.exit_prefill();
-        }
-        self.summary.exit_param_guard(guarded);
-        self.safe_depth = saved;
-        self.previous = saved_previous;
     }
 }
 

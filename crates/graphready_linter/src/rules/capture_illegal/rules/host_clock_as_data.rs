@@ -84,7 +84,8 @@ impl Check for HostClockAsData {
     }
 }
 
-const CLOCKS: &[&str] = &[
+/// The host clocks, by qualified name (also read by GR107, for the waits that time GPU work).
+pub(crate) const CLOCKS: &[&str] = &[
     "time.time",
     "time.perf_counter",
     "time.monotonic",

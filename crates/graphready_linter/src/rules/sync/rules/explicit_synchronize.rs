@@ -1,9 +1,11 @@
 use crate::checker::Checker;
 use crate::declare_violation;
+use crate::rules::capture_illegal::rules::host_clock_as_data::CLOCKS;
 use crate::rules::method_call;
 use crate::semantic::Ty;
 use crate::violation::{Calls, Check, Violation};
-use ruff_python_ast::{self as ast, Expr};
+use ruff_python_ast::helpers::any_over_expr;
+use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::Ranged;
 
 declare_violation! {
@@ -29,12 +31,14 @@ declare_violation! {
     /// side_stream.wait_stream(torch.cuda.current_stream())
     /// ```
     ///
+    /// Two kinds of wait are reported only inside captured code, where they break capture.
     /// Waiting on an event (`done.synchronize()`, on a `torch.cuda.Event` or a value named for
-    /// one: a last word `event`, `done` or `ready`, as in `copy_done` or `d2h_event`) is
-    /// reported only inside captured code, where it breaks capture. On the host path around
-    /// the graph it is a fence: the way a pipeline consumes an asynchronous copy it recorded
-    /// the event after (a scheduler waiting for the sampled tokens it copies to pinned host
-    /// memory), which waits for that work and nothing else.
+    /// one: a last word `event`, `done` or `ready`, as in `copy_done` or `d2h_event`): on the
+    /// host path around the graph it is a fence, the way a pipeline consumes an asynchronous
+    /// copy it recorded the event after (a scheduler waiting for the sampled tokens it copies
+    /// to pinned host memory), which waits for that work and nothing else. And a wait the next
+    /// statement follows with a host clock reading (`torch.cuda.synchronize()` then `start =
+    /// time.perf_counter()`): it times GPU work, a measurement that needs the wait.
     ///
     /// ## Known problems
     /// `.synchronize()` with no arguments is reported on any receiver not known to be something
@@ -42,7 +46,7 @@ declare_violation! {
     /// `.query()` is reported only on values known to be streams or events.
     pub struct ExplicitSynchronize {
         call: String,
-        fence: bool,
+        deliberate: bool,
     }
 }
 
@@ -59,9 +63,10 @@ impl Violation for ExplicitSynchronize {
         Some("Order work on the device with `wait_stream`/`wait_event`, or move the wait out of the captured step".to_string())
     }
 
-    /// A wait on an event fences one piece of work: a problem only while capturing.
+    /// A wait on an event fences one piece of work, and a wait before a clock reading
+    /// measures: problems only while capturing.
     fn captured_only(&self) -> bool {
-        self.fence
+        self.deliberate
     }
 }
 
@@ -87,7 +92,7 @@ fn explicit_synchronize(checker: &mut Checker, call: &ast::ExprCall) {
             checker.report(
                 ExplicitSynchronize {
                     call: format!("{qualified}()"),
-                    fence: false,
+                    deliberate: times_gpu_work(checker),
                 },
                 call.range(),
             );
@@ -117,11 +122,33 @@ fn explicit_synchronize(checker: &mut Checker, call: &ast::ExprCall) {
         checker.report(
             ExplicitSynchronize {
                 call: format!(".{method}()"),
-                fence,
+                deliberate: fence || times_gpu_work(checker),
             },
             call.range(),
         );
     }
+}
+
+/// Whether the statement after the wait reads a host clock (`start = time.perf_counter()`,
+/// `elapsed = time.perf_counter() - start`, `return time.perf_counter() - start`): the wait
+/// times GPU work.
+fn times_gpu_work(checker: &Checker) -> bool {
+    let value = match checker.next_statement() {
+        Some(Stmt::Assign(assign)) => &*assign.value,
+        Some(Stmt::AnnAssign(ast::StmtAnnAssign {
+            value: Some(value), ..
+        })) => &**value,
+        Some(Stmt::AugAssign(assign)) => &*assign.value,
+        Some(Stmt::Expr(expr)) => &*expr.value,
+        Some(Stmt::Return(ast::StmtReturn {
+            value: Some(value), ..
+        })) => &**value,
+        _ => return false,
+    };
+    any_over_expr(value, &|expr: &Expr| {
+        matches!(expr, Expr::Call(call) if crate::rules::callee(checker, call)
+            .is_some_and(|qualified| CLOCKS.contains(&&*qualified)))
+    })
 }
 
 /// Whether a value is named for an event: the last `_` word of its name (or attribute) is

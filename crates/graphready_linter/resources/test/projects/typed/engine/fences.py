@@ -1,6 +1,9 @@
 """A scheduler that overlaps its steps: it copies each step's sampled tokens to pinned host
 memory, records an event after the copy, and waits on that event before it reads them. The
-wait is a fence for that copy, not a stall worth reporting; a whole-device synchronise is."""
+wait is a fence for that copy, not a stall worth reporting; a whole-device synchronise is,
+unless a clock reading follows it: then it times the step, on purpose."""
+
+import time
 
 import torch
 
@@ -22,7 +25,17 @@ class OverlapScheduler:
         torch.cuda.synchronize()
         return self.host_tokens
 
-    def event_loop(self, batches: list):
+    def timed_step(self, batch: torch.Tensor) -> float:
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        self.run_step(batch)
+        torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    def event_loop(self, batches: list, timed: bool):
         for batch in batches:
-            self.run_step(batch)
+            if timed:
+                self.timed_step(batch)
+            else:
+                self.run_step(batch)
             self.process_result()
