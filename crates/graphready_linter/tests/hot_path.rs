@@ -788,6 +788,8 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/batch.py", 26),
             // An eager break of a breakable graph (`@eager_on_graph`).
             ("engine/breakable.py", 20),
+            // Once per request: a stage before the denoising loop running the image encoder.
+            ("engine/conditioning.py", 23),
             // Once per request: after the denoising loop, which a router runs through a stage's
             // `forward`, and a stage extending a base stage that runs no model.
             ("engine/denoise.py", 21),

@@ -235,14 +235,21 @@ impl ProjectIndex<'_> {
     }
 
     /// Whether a function may seed or carry the per-step path: not set-up, not a harness, not a
-    /// method of an `nn.Module` (a model running its submodules is the model, not a driver).
+    /// method of an `nn.Module` (a model running its submodules is the model, not a driver),
+    /// nor of an encoder (see [`super::encoders`]: an adapter running an image encoder does
+    /// so once per request, as does the pipeline stage that calls it).
     fn may_drive_steps(&self, node: NodeId) -> bool {
         let function = self.function(node);
         if self.runs_once(node) {
             return false;
         }
         match function.qualname.rsplit_once('.') {
-            Some((class, _)) => !self.derives_from_module(node.module, class),
+            Some((class, _)) => {
+                !self.derives_from_module(node.module, class)
+                    && !self
+                        .class_named(node.module, class)
+                        .is_some_and(|class| super::encoders::is_encoder(self, class))
+            }
             None => true,
         }
     }
