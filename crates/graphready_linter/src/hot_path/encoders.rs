@@ -6,11 +6,18 @@
 //! component the loader built), its `forward` is no captured entry of its own: it runs on the
 //! host path, like an encoder whose callers are all uncaptured.
 
-use super::index::{ClassId, ProjectIndex};
+use super::index::{ClassId, NodeId, ProjectIndex};
 use crate::util::camel_words;
 
+/// Whether a function is a method of an encoder.
+pub(super) fn is_encoder_method(index: &ProjectIndex, node: NodeId) -> bool {
+    index
+        .method_class(node)
+        .is_some_and(|class| is_encoder(index, class))
+}
+
 /// Whether a class is an encoder by its name or its module (see [`names_an_encoder`]).
-pub(super) fn is_encoder(index: &ProjectIndex, class: ClassId) -> bool {
+fn is_encoder(index: &ProjectIndex, class: ClassId) -> bool {
     names_an_encoder(
         index.class_name(class),
         index.modules()[class.0].module.as_deref(),

@@ -258,10 +258,7 @@ impl<'s> HotPath<'s> {
         // step and run media and text encoders (and VAEs) eagerly.
         let (inner, roots): (Vec<Entry>, Vec<Entry>) =
             defaults.iter().cloned().partition(|entry| {
-                called.contains(&entry.node)
-                    || index
-                        .method_class(entry.node)
-                        .is_some_and(|class| encoders::is_encoder(&index, class))
+                called.contains(&entry.node) || encoders::is_encoder_method(&index, entry.node)
             });
         // Parameters the project's calls decide; entry points are called from outside too.
         let entry_nodes: FxHashSet<NodeId> = explicit

@@ -246,9 +246,7 @@ impl ProjectIndex<'_> {
         match function.qualname.rsplit_once('.') {
             Some((class, _)) => {
                 !self.derives_from_module(node.module, class)
-                    && !self
-                        .class_named(node.module, class)
-                        .is_some_and(|class| super::encoders::is_encoder(self, class))
+                    && !super::encoders::is_encoder_method(self, node)
             }
             None => true,
         }
