@@ -145,9 +145,11 @@ impl<'a> Checker<'a> {
         // `if x.is_cpu: ... else: ...`: `x` lives on the host in the body, on the device after.
         let device = self.model.device_narrowing(&if_stmt.test);
         // A clause off under the defaults binds nothing the code after the statement sees.
-        // Nor does a clause that leaves (`return`, `raise`, `continue`, `break`).
+        // Nor does a clause that leaves (`return`, `raise`, `continue`, `break`), or one that
+        // never runs while capturing, for the captured code after it.
         let body_off = guards::off_by_default(&self.model, self.settings, &if_stmt.test)
-            || body_always_exits(&if_stmt.body);
+            || body_always_exits(&if_stmt.body)
+            || guards::outside_capture(&self.model, &if_stmt.test, false);
         let branches = !if_stmt.elif_else_clauses.is_empty()
             || narrowing.is_some()
             || device.is_some()
@@ -176,12 +178,15 @@ impl<'a> Checker<'a> {
         let mut earlier_false_safe =
             guards::safe_when(&self.model, self.settings, &if_stmt.test, true);
         let mut earlier_false_prefill = self.model.prefill_when(&if_stmt.test, true);
+        let mut earlier_false_uncaptured =
+            guards::outside_capture(&self.model, &if_stmt.test, true);
         for clause in &if_stmt.elif_else_clauses {
             let off = body_always_exits(&clause.body)
-                || clause
-                    .test
-                    .as_ref()
-                    .is_some_and(|test| guards::off_by_default(&self.model, self.settings, test));
+                || earlier_false_uncaptured
+                || clause.test.as_ref().is_some_and(|test| {
+                    guards::off_by_default(&self.model, self.settings, test)
+                        || guards::outside_capture(&self.model, test, false)
+                });
             self.model.enter_branch();
             if let Some((name, _, Some(ty))) = device {
                 self.model.narrow(name, ty);
@@ -202,6 +207,8 @@ impl<'a> Checker<'a> {
                         || guards::safe_when(&self.model, self.settings, test, true);
                     earlier_false_prefill =
                         earlier_false_prefill || self.model.prefill_when(test, true);
+                    earlier_false_uncaptured = earlier_false_uncaptured
+                        || guards::outside_capture(&self.model, test, true);
                 }
                 None => {
                     // After `if t:` alone, `else:` runs when `t` is false.

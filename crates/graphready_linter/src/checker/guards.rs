@@ -134,6 +134,29 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
     }
 }
 
+/// Whether the code that runs when `test` evaluates to `!negated` never runs while capturing
+/// (or compiling): `else` of `if is_capturing():`, the body of `if not flag:`. What it binds is
+/// not what captured code after the statement sees (`if capturing: skip = False else: skip =
+/// lens.max() == 0`, then `if not skip:`).
+pub fn outside_capture(model: &SemanticModel, test: &Expr, negated: bool) -> bool {
+    match test {
+        Expr::UnaryOp(ast::ExprUnaryOp {
+            op: ast::UnaryOp::Not,
+            operand,
+            ..
+        }) => outside_capture(model, operand, !negated),
+        Expr::BoolOp(ast::ExprBoolOp { op, values, .. }) => {
+            let conjunctive = matches!(op, ast::BoolOp::And) != negated;
+            if conjunctive {
+                values.iter().any(|v| outside_capture(model, v, negated))
+            } else {
+                values.iter().all(|v| outside_capture(model, v, negated))
+            }
+        }
+        _ => negated && model.ty(test) == Ty::CaptureFlag,
+    }
+}
+
 /// Whether the code that runs when `test` evaluates to `!negated` is the device fallback for a
 /// missing host mirror, which the serving path fills: `if seq_lens_cpu is None:` (or the
 /// `else` of `if cu_seqlens_host is not None`), where `code` does not make the mirror itself.
