@@ -199,6 +199,19 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "make_counting_impl.CountingImpl.forward"
                 ],
             ),
+            // A backend without the base's capture set-up runs eagerly: a stall, with the chain
+            // that captures its caller.
+            finding(
+                "engine/attention/eager.py",
+                14,
+                "GR105",
+                "stall",
+                &[
+                    "Model.forward",
+                    "AttentionBackend.forward",
+                    "EagerBackend.forward_decode"
+                ],
+            ),
             // The runner prepares metadata through the base class its constructor was given.
             finding(
                 "engine/attention/flash.py",
@@ -215,7 +228,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // class's template method, and the subclass's override.
             finding(
                 "engine/attention/flash.py",
-                14,
+                17,
                 "GR104",
                 "capture",
                 &[
@@ -270,7 +283,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             finding(
                 "engine/attention/triton.py",
-                12,
+                15,
                 "GR105",
                 "capture",
                 &[

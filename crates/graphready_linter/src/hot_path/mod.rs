@@ -8,6 +8,7 @@
 //! forwards, then from per-step entries; attach reach and chain to each diagnostic.
 
 mod args;
+mod capture_hooks;
 mod constants;
 mod custom_ops;
 mod derived;
@@ -90,8 +91,9 @@ pub struct HotPath<'s> {
     drivers: FxHashSet<NodeId>,
     /// The driver whose loop calls a per-step entry, for the front of its chains.
     driven_by: FxHashMap<NodeId, NodeId>,
-    /// Per-step entries called from a captured function's prefill branch: that function.
-    prefill_of: FxHashMap<NodeId, NodeId>,
+    /// Per-step entries captured code calls and runs eagerly (from a prefill branch, or a
+    /// method of a class the engine cannot capture): the captured caller.
+    called_from_capture: FxHashMap<NodeId, NodeId>,
     /// The parameters the project's calls leave at one literal (see [`constants`]).
     constants: constants::Constants<'s>,
     /// Parameters that receive a device tensor at some reached call site (or from a
@@ -244,6 +246,11 @@ impl<'s> HotPath<'s> {
         });
         let mut blocked = eager.clone();
         blocked.extend(platforms::methods(&index, &platform_only));
+        // Classes that implement none of their base's capture hooks run eagerly.
+        let uncapturable = platforms::methods(&index, &capture_hooks::uncapturable(&index));
+        let mut capture_blocked = blocked.clone();
+        capture_blocked.extend(uncapturable.iter().copied());
+        let uncapturable: FxHashSet<NodeId> = uncapturable.into_iter().collect();
         let mut platform_only: Vec<index::ClassId> = platform_only.into_iter().collect();
         platform_only.sort_unstable();
         // Module forwards that no other function calls go first, so that a chain starts at the
@@ -272,13 +279,24 @@ impl<'s> HotPath<'s> {
             .dead_sites
             .set(constants::dead_sites(&index, &constants));
         let mut captured = FxHashMap::default();
+        let mut eager_hits = Vec::new();
         // What the step search and the parameter stage need besides the captured set, on the
         // other core meanwhile.
         let ((), (by_name, once, property_reads, attribute_types)) = rayon::join(
             || {
                 let none = FxHashMap::default();
-                search(&index, &explicit, &blocked, &mut captured, &none, true);
-                search(&index, &roots, &blocked, &mut captured, &none, true);
+                let mut deferred = Some((&uncapturable, &mut eager_hits));
+                for entries in [&explicit, &roots] {
+                    search(
+                        &index,
+                        entries,
+                        &capture_blocked,
+                        &mut captured,
+                        &none,
+                        true,
+                        deferred.as_mut().map(|(set, hits)| (*set, &mut **hits)),
+                    );
+                }
             },
             || {
                 let by_name = steps::sites_by_name(&index);
@@ -311,17 +329,30 @@ impl<'s> HotPath<'s> {
             entry
         }));
         steps.extend(uncaptured);
-        let prefill_entries = prefill::entries(&index, &captured);
-        let prefill_of: FxHashMap<NodeId, NodeId> = prefill_entries
-            .iter()
-            .filter_map(|entry| Some((entry.node, entry.via?)))
-            .collect();
-        steps.extend(prefill_entries);
+        // Called by captured code, yet run outside the graph: prefill work, and the methods of
+        // classes the engine cannot capture.
+        let mut eager_callees = prefill::entries(&index, &captured);
+        eager_callees.extend(capture_hooks::entries(eager_hits, &captured));
+        let mut called_from_capture: FxHashMap<NodeId, NodeId> = FxHashMap::default();
+        for entry in &eager_callees {
+            if let Some(via) = entry.via {
+                called_from_capture.entry(entry.node).or_insert(via);
+            }
+        }
+        steps.extend(eager_callees);
         // Set-up and measuring harnesses run once, even when per-step code calls them.
         let mut breaks = blocked;
         breaks.extend(once);
         let mut stalled = FxHashMap::default();
-        search(&index, &steps, &breaks, &mut stalled, &captured, false);
+        search(
+            &index,
+            &steps,
+            &breaks,
+            &mut stalled,
+            &captured,
+            false,
+            None,
+        );
         let drivers: FxHashSet<NodeId> = found
             .drivers
             .into_iter()
@@ -357,7 +388,7 @@ impl<'s> HotPath<'s> {
             call_returns,
             drivers,
             driven_by,
-            prefill_of,
+            called_from_capture,
             constants,
             unmatched,
             library,
@@ -414,8 +445,9 @@ impl<'s> HotPath<'s> {
             chain.push(self.index.link(*driver));
         }
         chain.reverse();
-        // One called from a captured function's prefill branch: the chain that captures it.
-        if let Some(caller) = self.prefill_of.get(&top) {
+        // One called from captured code that runs it eagerly (a prefill branch, a class the
+        // engine cannot capture): the chain that captures the caller.
+        if let Some(caller) = self.called_from_capture.get(&top) {
             let mut head = self.chain(*caller, &self.captured);
             head.extend(chain);
             return head;
@@ -476,6 +508,10 @@ impl<'s> HotPath<'s> {
     }
 }
 
+/// Functions a search does not enter but records reaching, with their callers: (the
+/// functions, the (callee, caller) pairs met, in search order).
+type Deferred<'a> = (&'a FxHashSet<NodeId>, &'a mut Vec<(NodeId, NodeId)>);
+
 fn dedup_entries(entries: &mut Vec<Entry>) {
     let mut seen = FxHashSet::default();
     entries.retain(|entry| seen.insert(entry.node));
@@ -484,7 +520,8 @@ fn dedup_entries(entries: &mut Vec<Entry>) {
 /// Multi-source breadth-first search; `skip` holds nodes another search already owns; the
 /// search does not descend into eager breaks, nor into set-up and harness code (which an entry
 /// may still be, when named explicitly). An `exact` search (the captured ones) follows no call
-/// resolved by a guess by name (see [`guesses`]).
+/// resolved by a guess by name (see [`guesses`]). `deferred` records the calls it meets of the
+/// functions it holds (which `eager` blocks), for the entries of another search.
 fn search(
     index: &ProjectIndex,
     entries: &[Entry],
@@ -492,6 +529,7 @@ fn search(
     reached: &mut FxHashMap<NodeId, Option<NodeId>>,
     skip: &FxHashMap<NodeId, Option<NodeId>>,
     exact: bool,
+    mut deferred: Option<Deferred>,
 ) {
     let admits = |node: &NodeId, reached: &FxHashMap<NodeId, Option<NodeId>>| {
         !eager.contains(node) && !reached.contains_key(node) && !skip.contains_key(node)
@@ -520,6 +558,11 @@ fn search(
         let mut next = Vec::new();
         for (node, callees) in frontier.iter().zip(callees) {
             for callee in callees {
+                if let Some((set, hits)) = deferred.as_mut() {
+                    if set.contains(&callee) {
+                        hits.push((callee, *node));
+                    }
+                }
                 if admits(&callee, reached) && !index.runs_once_from(*node, callee) {
                     reached.insert(callee, Some(*node));
                     next.push(callee);

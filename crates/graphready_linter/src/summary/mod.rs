@@ -302,12 +302,22 @@ pub struct ClassSummary {
     /// `req_ids: list[int]`), with their types.
     pub host_fields: Vec<(String, crate::semantic::Ty)>,
     pub methods: Vec<String>,
+    /// Methods that prepare CUDA-graph capture and that the class leaves to its subclasses:
+    /// named for CUDA graphs, abstract or only raising `NotImplementedError`
+    /// (`def init_cuda_graph_state(self, ...): raise NotImplementedError()`).
+    pub capture_hooks: Vec<String>,
     /// A class decorator that compiles the model for graph capture (`@support_torch_compile`).
     pub compiled: bool,
     /// No instance of the class runs on a CUDA engine: it declares abstract methods (it cannot
     /// be instantiated), or its name or its module says it serves a device without CUDA graphs
     /// (`PunicaWrapperCPU`). Its methods run there only where a subclass inherits them.
     pub no_instance: bool,
+}
+
+/// Whether a method's name speaks of CUDA graphs (`init_cuda_graph_state`,
+/// `build_for_cudagraph_capture`).
+pub(crate) fn names_cuda_graphs(method: &str) -> bool {
+    method.contains("cuda_graph") || method.contains("cudagraph")
 }
 
 /// Entry points named at a call: `make_graphed_callables(f, ...)`, `torch.compile(f, mode=...)`.
@@ -340,6 +350,9 @@ pub enum EntryReason {
     StepLoop,
     /// Called where captured code handles a batch's prefill work, which runs outside the graph.
     PrefillBranch,
+    /// A method of a class that implements none of its base's CUDA-graph capture hooks, called
+    /// from captured code: it runs eagerly.
+    Uncapturable,
     /// A public function of a library that has no entry point of its own.
     PublicApi,
 }
@@ -364,6 +377,9 @@ impl EntryReason {
             EntryReason::StepLoop => "called in the loop that drives the steps",
             EntryReason::PrefillBranch => {
                 "called where captured code handles prefill work, which runs outside the graph"
+            }
+            EntryReason::Uncapturable => {
+                "method of a class without its base's CUDA-graph capture hooks, which runs eagerly"
             }
             EntryReason::PublicApi => {
                 "public function of a library without entry points (callers capture it)"

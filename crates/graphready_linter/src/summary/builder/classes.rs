@@ -73,6 +73,9 @@ impl<'a> SummaryBuilder<'a> {
         for stmt in &class.body {
             if let Stmt::FunctionDef(method) = stmt {
                 summary.methods.push(method.name.id.to_string());
+                if is_capture_hook(method) {
+                    summary.capture_hooks.push(method.name.id.to_string());
+                }
                 self.scan_imports(model, &method.body);
                 let Some(self_param) = method.parameters.iter_non_variadic_params().next() else {
                     continue;
@@ -464,4 +467,31 @@ fn host_fields(model: &SemanticModel, class: &ast::StmtClassDef) -> Vec<(String,
         }
     }
     fields
+}
+
+/// Whether a method prepares CUDA-graph capture and leaves it to subclasses: its name speaks of
+/// CUDA graphs and its body, past a docstring, only raises `NotImplementedError` (or, abstract,
+/// does nothing).
+fn is_capture_hook(method: &ast::StmtFunctionDef) -> bool {
+    if !crate::summary::names_cuda_graphs(method.name.id.as_str()) {
+        return false;
+    }
+    let body = match method.body.split_first() {
+        Some((Stmt::Expr(expr), rest)) if expr.value.is_string_literal_expr() => rest,
+        _ => &method.body[..],
+    };
+    let abstract_method = method
+        .decorator_list
+        .iter()
+        .any(|d| last_segment(&d.expression) == Some("abstractmethod"));
+    match body {
+        [Stmt::Raise(raise)] => raise
+            .exc
+            .as_deref()
+            .is_some_and(|exc| last_segment(exc) == Some("NotImplementedError")),
+        [] => abstract_method,
+        [Stmt::Pass(_)] => abstract_method,
+        [Stmt::Expr(expr)] => abstract_method && expr.value.is_ellipsis_literal_expr(),
+        _ => false,
+    }
 }

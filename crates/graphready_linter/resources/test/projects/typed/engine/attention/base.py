@@ -9,6 +9,10 @@ class AttentionBackend:
     def init_forward_metadata(self, batch: ForwardBatch) -> None:
         raise NotImplementedError
 
+    def init_cuda_graph_state(self, max_bs: int) -> None:
+        """Capture set-up: backends that run in CUDA graphs implement it."""
+        raise NotImplementedError()
+
     def forward(self, q: torch.Tensor, batch: ForwardBatch) -> torch.Tensor:
         # Template method: `self` is a subclass at run time.
         return self.forward_decode(q, batch)

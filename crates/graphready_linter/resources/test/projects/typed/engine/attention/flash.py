@@ -10,6 +10,9 @@ class FlashBackend(AttentionBackend):
         self.max_len = batch.seq_lens.max().item()
         self.indices_updater.update(batch)
 
+    def init_cuda_graph_state(self, max_bs):
+        self.graph_max_len = max_bs
+
     def forward_decode(self, q, batch):
         if batch.seq_lens.max() > 1024:
             q = q * 0.5
