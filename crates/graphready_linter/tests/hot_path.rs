@@ -369,6 +369,29 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["CaptionModel.forward"],
             ),
+            // A media mask's `is not None` is a prefill test, for the operands after it as for
+            // the branches it opens; a device mask alone is read in the graph.
+            finding(
+                "engine/encoder.py",
+                65,
+                "GR104",
+                "stall",
+                &["MixedExperts.forward"],
+            ),
+            finding(
+                "engine/encoder.py",
+                68,
+                "GR105",
+                "stall",
+                &["MixedExperts.forward"],
+            ),
+            finding(
+                "engine/encoder.py",
+                70,
+                "GR104",
+                "capture",
+                &["MixedExperts.forward"],
+            ),
             // Experts whose class their layer imports inside `__init__`: captured through the
             // layer that holds them.
             finding(

@@ -6,7 +6,8 @@
 //!
 //! A test names the batch's prefill work (`attn_metadata.num_prefills > 0`, `if prefill_meta :=
 //! attn_metadata.prefill_metadata:`, `forward_mode.is_mixed()`,
-//! `forward_batch.contains_mm_inputs()`, `pixel_values is not None`, an `is_prefill` flag), or
+//! `forward_batch.contains_mm_inputs()`, `pixel_values is not None` or a test of any local named
+//! for media against `None`, an `is_prefill` flag), or
 //! denies that the batch is decode only (`if not is_decode:`, `if attn_metadata.is_decode_only:
 //! return ...`), also SGLang's `forward_mode.is_extend()` and `is_prefill()`: they hold for
 //! the verify batches its graphs capture too, but those come only with speculative decoding,
@@ -130,12 +131,20 @@ fn prefill_compare(compare: &ast::ExprCompare, negated: bool) -> bool {
     let ([op], [right]) = (&*compare.ops, &*compare.comparators) else {
         return false;
     };
+    let none = right.is_none_literal_expr();
+    // `visual_token_mask is not None`: media inputs come with a request's prompt.
+    if none && media_input(&compare.left) {
+        return match op {
+            ast::CmpOp::IsNot => !negated,
+            ast::CmpOp::Is => negated,
+            _ => false,
+        };
+    }
     if !matches!(batch_test(&compare.left), Some(Batch::Prefill)) {
         return false;
     }
     let zero = matches!(right, Expr::NumberLiteral(n)
         if matches!(&n.value, ast::Number::Int(i) if i.as_u8() == Some(0)));
-    let none = right.is_none_literal_expr();
     match op {
         ast::CmpOp::Gt | ast::CmpOp::NotEq if zero => !negated,
         ast::CmpOp::Eq if zero => negated,
@@ -143,4 +152,24 @@ fn prefill_compare(compare: &ast::ExprCompare, negated: bool) -> bool {
         ast::CmpOp::Is if none => negated,
         _ => false,
     }
+}
+
+/// Whether a local or parameter holds a step's media input by its name (`visual_token_mask`,
+/// `image_embeds`, `audio_features`, `mm_kwargs`): `None` unless the batch brings new media,
+/// which comes with a request's prompt. Attributes (`self.image_size`) are configuration.
+fn media_input(expr: &Expr) -> bool {
+    const MEDIA: &[&str] = &[
+        "pixel",
+        "image",
+        "images",
+        "video",
+        "videos",
+        "visual",
+        "vision",
+        "audio",
+        "mm",
+        "multimodal",
+    ];
+    matches!(expr, Expr::Name(name)
+        if name.id.as_str().split('_').any(|word| MEDIA.contains(&word)))
 }

@@ -31,6 +31,23 @@ impl SummaryBuilder<'_> {
         }
     }
 
+    /// [`Self::enter_prefill`] for the operands of a boolean operation after a prefill test.
+    /// Returns whether it entered (an [`Self::exit_prefill`] is due).
+    pub(crate) fn enter_prefill_exprs(&mut self, operands: &[Expr]) -> bool {
+        let (Some(first), Some(last)) = (operands.first(), operands.last()) else {
+            return false;
+        };
+        let Some(depth) = self.prefill_depths.last_mut() else {
+            return false;
+        };
+        *depth += 1;
+        let lines = (self.line_of(first.start()), self.line_of(last.end()));
+        if let Some(function) = self.building.last_mut() {
+            function.prefill_blocks.push(lines);
+        }
+        true
+    }
+
     pub(crate) fn exit_prefill(&mut self) {
         if let Some(depth) = self.prefill_depths.last_mut() {
             *depth = depth.saturating_sub(1);
