@@ -41,6 +41,9 @@ impl<'a> SemanticModel<'a> {
                     if let Expr::Name(name) = &*assign.target {
                         let ty = self.annotation_ty(&assign.annotation);
                         merge(&mut info.attributes, name.id.as_str(), ty);
+                        if assign.value.as_deref().is_some_and(is_state_field) {
+                            info.state_fields.push(name.id.as_str());
+                        }
                     }
                 }
                 Stmt::FunctionDef(method) => {
@@ -230,4 +233,23 @@ fn collect_self_assignments<'a>(
             _ => {}
         }
     }
+}
+
+/// A dataclass field the constructor does not take (`field(init=False, default_factory=dict)`):
+/// the instance's own state, not the data a record carries.
+fn is_state_field(value: &Expr) -> bool {
+    let Expr::Call(call) = value else {
+        return false;
+    };
+    crate::util::last_segment(&call.func) == Some("field")
+        && call.arguments.keywords.iter().any(|keyword| {
+            keyword
+                .arg
+                .as_ref()
+                .is_some_and(|arg| arg.as_str() == "init")
+                && matches!(
+                    keyword.value,
+                    Expr::BooleanLiteral(ast::ExprBooleanLiteral { value: false, .. })
+                )
+        })
 }

@@ -70,6 +70,9 @@ pub struct ClassInfo<'a> {
     /// A `@dataclass`: a record, made anew as data flows (a batch, a step's metadata), so that
     /// a cache on one of its instances is made again for every record.
     pub record: bool,
+    /// A record's fields the constructor does not take (`field(init=False, ...)`): the
+    /// instance's own state, which lasts as long as it does (a plan cache).
+    pub state_fields: Vec<&'a str>,
     /// Attributes every method sets from an environment flag declared off by default
     /// (`self.trace = envs.SGLANG_TRACE.get()`): a switch kept on the instance.
     pub off_flags: Vec<&'a str>,
@@ -537,14 +540,15 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// Whether `self.<attribute>` in the method being visited is a cache that lasts: its class
-    /// is not a record (a dataclass) and never sets it back to `None` outside `__init__`.
+    /// is not a record (a dataclass), or the attribute is a record's own state (see
+    /// [`ClassInfo::state_fields`]), and never sets it back to `None` outside `__init__`.
     pub fn is_lasting_self_attribute(&self, receiver: &str, attribute: &str) -> bool {
         self.self_class().is_some_and(|(class, self_name)| {
             self_name == receiver
-                && self
-                    .classes
-                    .get(class)
-                    .is_some_and(|info| !info.record && !info.resets.contains(&attribute))
+                && self.classes.get(class).is_some_and(|info| {
+                    (!info.record || info.state_fields.contains(&attribute))
+                        && !info.resets.contains(&attribute)
+                })
         })
     }
 

@@ -13,7 +13,8 @@ use ruff_python_ast::{self as ast, Expr};
 /// sets `self.t` back to `None` outside `__init__`. A local or parameter filled in without
 /// being stored (`if out is None: out = torch.empty(...)`), a per-step cache that is reset, a
 /// cache on some other object (a batch) and one on a dataclass's own instance (a record, made
-/// again as data flows) are made again and stay checked. Also `if not hasattr(self, "t"):`
+/// again as data flows; but a field its constructor does not take, `field(init=False)`, is the
+/// instance's own state) are made again and stay checked. Also `if not hasattr(self, "t"):`
 /// whose body sets `self.t` (an assignment, `register_buffer("t", ...)` or `setattr`). The
 /// per-key forms also hold for a dict on `self` (`t = self.cache.get(key)`, `if key not in
 /// self.cache:`).
