@@ -70,6 +70,18 @@ impl SemanticModel<'_> {
             {
                 return Ty::PageableTensor;
             }
+            // einops rearranges and reduces on its input's device.
+            if let Some(function) = qualified.strip_prefix("einops.") {
+                if matches!(function, "rearrange" | "reduce" | "repeat") {
+                    return call
+                        .arguments
+                        .args
+                        .first()
+                        .map(|tensor| self.ty(tensor))
+                        .filter(|ty| ty.is_tensor())
+                        .unwrap_or_default();
+                }
+            }
             let ty = tensor_api::torch_function_result(&qualified, has_dim)
                 .map_or(Ty::Unknown, Ty::from);
             if ty == Ty::Tensor && self.on_host_device(call) {
