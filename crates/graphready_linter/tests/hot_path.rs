@@ -124,14 +124,14 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // batches too: its branch stays captured.
             finding(
                 "engine/attention/chunked.py",
-                14,
+                17,
                 "GR105",
                 "stall",
                 &["Model.forward", "ChunkedBackend.forward"],
             ),
             finding(
                 "engine/attention/chunked.py",
-                26,
+                29,
                 "GR101",
                 "stall",
                 &[
@@ -142,7 +142,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             finding(
                 "engine/attention/chunked.py",
-                36,
+                40,
                 "GR101",
                 "stall",
                 &[
@@ -153,7 +153,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             finding(
                 "engine/attention/chunked.py",
-                41,
+                45,
                 "GR102",
                 "stall",
                 &[
@@ -165,7 +165,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             finding(
                 "engine/attention/chunked.py",
-                44,
+                48,
                 "GR201",
                 "stall",
                 &[
@@ -178,7 +178,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // A function named for prefill work, called from captured code.
             finding(
                 "engine/attention/chunked.py",
-                47,
+                51,
                 "GR103",
                 "stall",
                 &[
@@ -186,6 +186,20 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "AttentionBackend.forward",
                     "ChunkedBackend.forward_decode",
                     "ChunkedBackend.plan_chunked_prefill"
+                ],
+            ),
+            // After `if not forward_mode.is_extend_or_draft_extend_or_mixed(): return`, extend
+            // modes alone: prefill work.
+            finding(
+                "engine/attention/chunked.py",
+                57,
+                "GR102",
+                "stall",
+                &[
+                    "Model.forward",
+                    "AttentionBackend.forward",
+                    "ChunkedBackend.forward_decode",
+                    "ChunkedBackend._shard"
                 ],
             ),
             finding(

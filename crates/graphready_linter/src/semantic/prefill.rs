@@ -111,8 +111,10 @@ fn batch_test(test: &Expr) -> Option<Batch> {
         if let Expr::Attribute(method) = &*call.func {
             if last_segment(&method.value).is_some_and(|r| FORWARD_MODES.contains(&r)) {
                 let name = method.attr.as_str();
-                return (name == "is_extend" || PREFILL_NAMES.contains(&name))
-                    .then_some(Batch::Prefill);
+                return (name == "is_extend"
+                    || PREFILL_NAMES.contains(&name)
+                    || extend_modes(name))
+                .then_some(Batch::Prefill);
             }
         }
     }
@@ -124,6 +126,22 @@ fn batch_test(test: &Expr) -> Option<Batch> {
     } else {
         None
     }
+}
+
+/// A `ForwardMode` test of extend modes alone: `is_extend_or_draft_extend_or_mixed`,
+/// `is_context_parallel_extend` (a draft model's extend, like a verify batch, comes only with
+/// speculative decoding).
+fn extend_modes(name: &str) -> bool {
+    const EXTEND: &[&str] = &[
+        "extend",
+        "draft_extend",
+        "mixed",
+        "prefill",
+        "split_prefill",
+        "context_parallel_extend",
+    ];
+    name.strip_prefix("is_")
+        .is_some_and(|modes| modes.split("_or_").all(|mode| EXTEND.contains(&mode)))
 }
 
 /// `num_prefills > 0`, `prefill_metadata is not None` (and their negations).

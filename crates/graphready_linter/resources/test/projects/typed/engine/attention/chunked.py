@@ -7,6 +7,9 @@ from engine.attention.base import AttentionBackend
 
 
 class ChunkedBackend(AttentionBackend):
+    def init_cuda_graph_state(self, max_bs):
+        self.graph_bs = max_bs
+
     def forward(self, q, batch):
         if batch.num_prefills == 0:
             return self.forward_decode(q, batch)
@@ -30,6 +33,7 @@ class ChunkedBackend(AttentionBackend):
         # Named for prefill work: it does that work wherever it is called (the engine calls
         # it only for batches that have some).
         self.plan_chunked_prefill(batch)
+        self._shard(batch)
         return q
 
     def _prefill(self, q, batch):
@@ -45,3 +49,9 @@ class ChunkedBackend(AttentionBackend):
 
     def plan_chunked_prefill(self, batch):
         return batch.extend_seq_lens.cpu()
+
+    def _shard(self, batch):
+        if not batch.forward_mode.is_extend_or_draft_extend_or_mixed():
+            return None
+        # Extend modes alone from here on.
+        return batch.extend_seq_lens.tolist()
