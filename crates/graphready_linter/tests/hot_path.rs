@@ -142,7 +142,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             finding(
                 "engine/attention/chunked.py",
-                40,
+                41,
                 "GR101",
                 "stall",
                 &[
@@ -153,7 +153,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             finding(
                 "engine/attention/chunked.py",
-                45,
+                46,
                 "GR102",
                 "stall",
                 &[
@@ -165,7 +165,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             finding(
                 "engine/attention/chunked.py",
-                48,
+                49,
                 "GR201",
                 "stall",
                 &[
@@ -178,7 +178,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // A function named for prefill work, called from captured code.
             finding(
                 "engine/attention/chunked.py",
-                51,
+                52,
                 "GR103",
                 "stall",
                 &[
@@ -192,7 +192,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // modes alone: prefill work.
             finding(
                 "engine/attention/chunked.py",
-                57,
+                58,
                 "GR102",
                 "stall",
                 &[
@@ -200,6 +200,18 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "AttentionBackend.forward",
                     "ChunkedBackend.forward_decode",
                     "ChunkedBackend._shard"
+                ],
+            ),
+            finding(
+                "engine/attention/chunked.py",
+                64,
+                "GR102",
+                "stall",
+                &[
+                    "Model.forward",
+                    "AttentionBackend.forward",
+                    "ChunkedBackend.forward_decode",
+                    "ChunkedBackend._pool"
                 ],
             ),
             finding(

@@ -119,13 +119,24 @@ fn batch_test(test: &Expr) -> Option<Batch> {
         }
     }
     let name = last_segment(test)?.trim_start_matches('_');
-    if PREFILL_NAMES.contains(&name) {
+    if PREFILL_NAMES.contains(&name) || extend_field(name) {
         Some(Batch::Prefill)
     } else if DECODE_NAMES.contains(&name) {
         Some(Batch::Decode)
     } else {
         None
     }
+}
+
+/// SGLang's per-request extend data (`extend_seq_lens`, `extend_prefix_lens_cpu`, ...): set
+/// only for a batch that extends its requests, `None` in decode.
+fn extend_field(name: &str) -> bool {
+    name.strip_prefix("extend_").is_some_and(|field| {
+        matches!(
+            field.strip_suffix("_cpu").unwrap_or(field),
+            "seq_lens" | "prefix_lens" | "start_loc" | "num_tokens" | "logprob_start_lens"
+        )
+    })
 }
 
 /// A `ForwardMode` test of extend modes alone: `is_extend_or_draft_extend_or_mixed`,

@@ -34,6 +34,7 @@ class ChunkedBackend(AttentionBackend):
         # it only for batches that have some).
         self.plan_chunked_prefill(batch)
         self._shard(batch)
+        self._pool(batch)
         return q
 
     def _prefill(self, q, batch):
@@ -55,3 +56,9 @@ class ChunkedBackend(AttentionBackend):
             return None
         # Extend modes alone from here on.
         return batch.extend_seq_lens.tolist()
+
+    def _pool(self, batch):
+        if batch.extend_seq_lens is None:
+            return None
+        # Extend data is set only for batches that extend their requests: prefill work.
+        return batch.seq_lens.tolist()
