@@ -26,6 +26,7 @@ mod processors;
 mod properties;
 mod queries;
 mod returns;
+mod speculative;
 mod steps;
 mod types;
 
@@ -286,7 +287,9 @@ impl<'s> HotPath<'s> {
             || {
                 let none = FxHashMap::default();
                 let mut deferred = Some((&uncapturable, &mut eager_hits));
-                for entries in [&explicit, &roots] {
+                // Roots outside speculative decoding first: chains show the default path.
+                let (main_roots, speculative_roots) = speculative::partition(&index, roots.clone());
+                for entries in [&explicit, &main_roots, &speculative_roots] {
                     search(
                         &index,
                         entries,
@@ -344,15 +347,18 @@ impl<'s> HotPath<'s> {
         let mut breaks = blocked;
         breaks.extend(once);
         let mut stalled = FxHashMap::default();
-        search(
-            &index,
-            &steps,
-            &breaks,
-            &mut stalled,
-            &captured,
-            false,
-            None,
-        );
+        let (main_steps, speculative_steps) = speculative::partition(&index, steps.clone());
+        for entries in [&main_steps, &speculative_steps] {
+            search(
+                &index,
+                entries,
+                &breaks,
+                &mut stalled,
+                &captured,
+                false,
+                None,
+            );
+        }
         let drivers: FxHashSet<NodeId> = found
             .drivers
             .into_iter()

@@ -4,6 +4,8 @@ reading one is no sync."""
 
 import torch
 
+from engine.attention.base import AttentionBackend
+from engine.batch import ForwardBatch
 from engine.coordination import coordinate_ranks
 
 
@@ -18,3 +20,8 @@ class Proposer:
         if across is not None:
             padded = int(across[self.rank].item())
         return hidden[:padded], should_split, mode
+
+    def prepare(self, batch: ForwardBatch, backend: AttentionBackend):  # graphready: step
+        # A drafter builds the metadata the runner builds too, one call closer to its entry:
+        # the chains of what both reach go through the runner, the default path.
+        backend.init_forward_metadata(batch)
