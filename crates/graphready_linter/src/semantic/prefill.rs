@@ -162,14 +162,8 @@ fn prefill_compare(compare: &ast::ExprCompare, negated: bool) -> bool {
     };
     let none = right.is_none_literal_expr();
     // `visual_token_mask is not None`: media inputs come with a request's prompt.
-    if none && media_input(&compare.left) {
-        return match op {
-            ast::CmpOp::IsNot => !negated,
-            ast::CmpOp::Is => negated,
-            _ => false,
-        };
-    }
-    if !matches!(batch_test(&compare.left), Some(Batch::Prefill)) {
+    let media = none && media_input(&compare.left);
+    if !media && !matches!(batch_test(&compare.left), Some(Batch::Prefill)) {
         return false;
     }
     let zero = matches!(right, Expr::NumberLiteral(n)
