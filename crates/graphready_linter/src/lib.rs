@@ -177,8 +177,11 @@ pub(crate) fn field_declarations(bytes: &[u8]) -> Option<(Vec<String>, Vec<Strin
 /// keeps a registry of them; read before the project's files are checked.
 pub(crate) fn env_flag_declarations(bytes: &[u8]) -> Option<Vec<String>> {
     let find = |needle: &[u8]| memchr::memmem::find(bytes, needle).is_some();
-    // `EnvBool(False)`, a setting without a default (`EnvStr(None)`), or vLLM's readers.
-    let declares = find(b"EnvBool(") || find(b"lambda: bool(") || find(b"Env") && find(b"(None");
+    // `EnvBool(False)`, a setting without a default (`X = EnvStr(None)`), or vLLM's readers.
+    // A file is parsed for them only when it may hold one: the scan runs before any check.
+    let declares = find(b"EnvBool(")
+        || find(b"lambda: bool(")
+        || find(b"= Env") && (find(b"(None") || find(b"default=None"));
     if !declares {
         return None;
     }
