@@ -418,6 +418,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["MixedExperts.forward"],
             ),
+            // A part from the encoder components' package that a model outside it holds runs
+            // with that model.
+            finding(
+                "engine/encoders/text.py",
+                29,
+                "GR104",
+                "capture",
+                &["PatchModel.forward", "PatchEmbed.forward"],
+            ),
             // Experts whose class their layer imports inside `__init__`: captured through the
             // layer that holds them.
             finding(
@@ -859,6 +868,9 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             // A class built only on an XPU, a device without CUDA graphs: no instance exists
             // on a CUDA GPU, so the call through its base class never runs its override.
             ("engine/dispatch.py", 29),
+            // Once per request: a pipeline's text encoder its loader builds on its own, and the
+            // inner model it holds.
+            ("engine/encoders/text.py", 12),
             // The filterbank module only a feature extractor builds.
             ("engine/features.py", 13),
             // Once per request, before the loop: the helper runs the rotary embedding it is

@@ -16,6 +16,24 @@ pub(super) fn is_encoder_method(index: &ProjectIndex, node: NodeId) -> bool {
         .is_some_and(|class| is_encoder(index, class))
 }
 
+/// The classes whose instances a class outside the packages of encoder components holds in an
+/// attribute (`self.visual = VisionTransformer(...)`, the members of an `nn.ModuleList`): the
+/// parts of a model an engine runs, rather than of a component its loader builds.
+pub(super) fn held_classes(index: &ProjectIndex) -> rustc_hash::FxHashSet<ClassId> {
+    let mut held = rustc_hash::FxHashSet::default();
+    for (module, summary) in index.modules().iter().enumerate() {
+        if summary.module.as_deref().is_some_and(in_component_package) {
+            continue;
+        }
+        for class in &summary.classes {
+            for refs in class.attributes.values() {
+                held.extend(refs.iter().filter_map(|r| index.class_of(module, r)));
+            }
+        }
+    }
+    held
+}
+
 /// Whether a class is an encoder by its name or its module (see [`names_an_encoder`]).
 fn is_encoder(index: &ProjectIndex, class: ClassId) -> bool {
     names_an_encoder(
@@ -39,12 +57,35 @@ fn names_an_encoder(class: &str, module: Option<&str>) -> bool {
     };
     let by_name = !says(&["decoder"])
         && says(&["encoder", "vision", "visual", "tower", "autoencoder", "vae"]);
-    by_name
-        || module.is_some_and(|module| {
-            module
-                .split('.')
-                .any(|part| matches!(part, "encoders" | "vaes"))
-        })
+    by_name || module.is_some_and(in_component_package)
+}
+
+/// Whether a module sits in a package of a pipeline's encoder components (`encoders`, `vaes`):
+/// models a loader builds on their own, each run once per request.
+fn in_component_package(module: &str) -> bool {
+    module
+        .split('.')
+        .any(|part| matches!(part, "encoders" | "vaes"))
+}
+
+/// Whether a method belongs to a component a pipeline's loader builds on its own: a class in a
+/// package of encoder components (see [`in_component_package`]) that no class outside those
+/// packages holds in an attribute. Its `forward`, whether uncalled or called only by other such
+/// components (a text encoder's inner model), runs once per request: neither a captured entry
+/// nor a per-step one.
+pub(super) fn is_standalone_component(
+    index: &ProjectIndex,
+    held: &rustc_hash::FxHashSet<ClassId>,
+    node: NodeId,
+) -> bool {
+    index
+        .module(node.module)
+        .module
+        .as_deref()
+        .is_some_and(in_component_package)
+        && index
+            .method_class(node)
+            .is_some_and(|class| !held.contains(&class))
 }
 
 #[cfg(test)]

@@ -264,10 +264,14 @@ impl<'s> HotPath<'s> {
         // An encoder no project function is seen to call runs per request on the host path,
         // like one the project calls only from uncaptured code: engines capture the decoder's
         // step and run media and text encoders (and VAEs) eagerly.
-        let (inner, roots): (Vec<Entry>, Vec<Entry>) =
+        let (mut inner, roots): (Vec<Entry>, Vec<Entry>) =
             defaults.iter().cloned().partition(|entry| {
                 called.contains(&entry.node) || encoders::is_encoder_method(&index, entry.node)
             });
+        // A pipeline component its loader builds on its own (a diffusion pipeline's text
+        // encoder, its VAE) runs once per request, not every step.
+        let held = encoders::held_classes(&index);
+        inner.retain(|entry| !encoders::is_standalone_component(&index, &held, entry.node));
         // Parameters the project's calls decide; entry points are called from outside too.
         let entry_nodes: FxHashSet<NodeId> = explicit
             .iter()
