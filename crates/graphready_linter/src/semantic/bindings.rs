@@ -279,6 +279,15 @@ impl<'a> SemanticModel<'a> {
                 ty = Ty::CpuTensor;
             }
         }
+        // `host_layer = layer_id - self.start_layer`: arithmetic on a Python number, named for
+        // the host, is a number on the host, not the host tensor the name alone would suggest.
+        if let (Expr::Name(name), Expr::BinOp(binop), Ty::Unknown) = (target, value, ty) {
+            if host_named(name.id.as_str())
+                && (self.ty(&binop.left) == Ty::Host || self.ty(&binop.right) == Ty::Host)
+            {
+                ty = Ty::Host;
+            }
+        }
         self.bind_target(target, ty);
         if let Expr::Attribute(attribute) = target {
             self.learn_self_attribute(attribute, ty);
