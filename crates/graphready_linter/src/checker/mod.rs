@@ -480,13 +480,13 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 // Operands after a first one that holds only for prefill work (`pixel_values is
                 // not None and ...`) are prefill work too.
                 let saved = self.safe_depth;
+                let or = matches!(bool_op.op, ast::BoolOp::Or);
                 let mut prefill = false;
                 for (i, value) in bool_op.values.iter().enumerate() {
                     self.visit_expr(value);
                     if guards::guards_rest(&self.model, self.settings, bool_op.op, value) {
                         self.safe_depth += 1;
                     }
-                    let or = matches!(bool_op.op, ast::BoolOp::Or);
                     if i == 0 && self.model.prefill_when(value, or) {
                         if let [_, rest @ ..] = &bool_op.values[..] {
                             prefill = self.summary.enter_prefill_exprs(rest);

@@ -4,7 +4,9 @@
 //! decode; the encoder CUDA graphs some of them offer are explicit captures, followed as such).
 //! Where the project's calls of an encoder cannot be followed (`text_encoder(**kwargs)` on a
 //! component the loader built), its `forward` is no captured entry of its own: it runs on the
-//! host path, like an encoder whose callers are all uncaptured.
+//! host path, like an encoder whose callers are all uncaptured. A class in a package of such
+//! components that no model outside them holds (see [`is_standalone_component`]) is no entry
+//! at all: its loader builds it on its own and the pipeline runs it once per request.
 
 use super::index::{ClassId, NodeId, ProjectIndex};
 use crate::util::camel_words;
