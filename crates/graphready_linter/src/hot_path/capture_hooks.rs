@@ -3,17 +3,18 @@
 //! `def init_cuda_graph_state(self, ...): raise NotImplementedError()`) says which of its
 //! subclasses take part in captured steps: those that override one of its CUDA-graph methods.
 //! A subclass that overrides none of them, itself, through a base below the declaring class or
-//! through a subclass of its own, fails the engine's capture set-up; the engine runs it eagerly (a flex
-//! or torch-native attention backend turns CUDA graphs off). The captured search does not enter
-//! its methods; those that captured code calls are per-step entries instead, with the chain
-//! that captures the caller.
+//! through a subclass of its own, fails the engine's capture set-up; the engine runs it eagerly
+//! (a flex or torch-native attention backend turns CUDA graphs off). The captured search does
+//! not enter its methods; those that captured code calls are per-step entries instead, with the
+//! chain that captures the caller.
 
 use super::index::{ClassId, NodeId, ProjectIndex};
 use super::Entry;
 use crate::summary::EntryReason;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-/// The classes below a base with capture hooks that implement none of them.
+/// The classes below a base with capture hooks that override none of the base's CUDA-graph
+/// methods (see the module documentation).
 pub(super) fn uncapturable(index: &ProjectIndex) -> FxHashSet<ClassId> {
     let mut out = FxHashSet::default();
     for (module, summary) in index.modules().iter().enumerate() {
@@ -61,9 +62,9 @@ pub(super) fn uncapturable(index: &ProjectIndex) -> FxHashSet<ClassId> {
     out
 }
 
-/// The per-step entries captured code calls among `methods` (the uncapturable classes'),
-/// each with the captured function that calls it, from `hits` as the captured search found
-/// them (callee, caller), in a stable order.
+/// The per-step entries among the uncapturable classes' methods that captured code calls, each
+/// with the captured function that calls it: from `hits`, the (callee, caller) pairs the
+/// captured search met, less callees it captured anyway, in a stable order.
 pub(super) fn entries(
     hits: Vec<(NodeId, NodeId)>,
     captured: &FxHashMap<NodeId, Option<NodeId>>,
