@@ -98,6 +98,15 @@ macro_rules! rule_table {
             $(<$rule as Check>::truth_test(checker, test);)*
         }
 
+        /// Every rule's [`Check::skipped_function`], in registry order.
+        pub(crate) fn skipped_function_hooks<'a>(
+            checker: &mut Checker<'a>,
+            function: &'a ast::StmtFunctionDef,
+            qualname: &str,
+        ) {
+            $(<$rule as Check>::skipped_function(checker, function, qualname);)*
+        }
+
         /// Every rule's [`Check::function_exit`], in registry order.
         pub(crate) fn function_exit_hooks(checker: &mut Checker) {
             $(<$rule as Check>::function_exit(checker);)*

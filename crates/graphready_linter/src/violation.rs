@@ -79,6 +79,16 @@ pub trait Check {
     /// After a function's body, with its bindings still in scope: rules that judge a whole
     /// function from the state they gathered.
     fn function_exit(_checker: &mut Checker) {}
+    /// A function whose body the run does not visit (phase 3 under `--scope hot` visits only
+    /// the functions whose findings can be reported), by its qualified name inside the module,
+    /// before any body is visited: rules that gather module facts from every function read
+    /// what they need from its syntax.
+    fn skipped_function<'a>(
+        _checker: &mut Checker<'a>,
+        _function: &'a ast::StmtFunctionDef,
+        _qualname: &str,
+    ) {
+    }
 }
 
 /// Declares a violation struct whose doc comment is the rule's documentation.

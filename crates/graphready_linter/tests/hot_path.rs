@@ -734,6 +734,16 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "Scheduler.init_slots"
                 ],
             ),
+            // A host scalar written into one element of a 1-D buffer (line 18); into a row of a
+            // 3-D buffer (line 16) it is a fill, no copy. The buffers' ranks come from a
+            // constructor the step never reaches, which the second visit of the file skips.
+            finding(
+                "engine/slots.py",
+                18,
+                "GR303",
+                "stall",
+                &["SlotRunner.step", "SlotStates.reset"],
+            ),
             // A module forward that only uncaptured code calls (a vision tower run per request
             // through a callback table) runs on the host path: its syncs are reported there, and
             // the pinned allocation (line 19), illegal only while capturing, is not.

@@ -193,15 +193,19 @@ impl<'a> Checker<'a> {
         self.visit_body(&module.body);
         // Callees before callers, so that a call of this module's tensor-returning function
         // already knows what it returns; summaries go back to source order afterwards.
-        for deferred in order::callees_first(std::mem::take(&mut self.deferred)) {
-            if self
-                .only
-                .is_none_or(|only| only.contains(&deferred.qualname))
-            {
-                self.visit_function_body(deferred);
-            } else {
-                self.model.learn_skipped_return(&deferred.qualname);
-            }
+        let (visited, skipped): (Vec<_>, Vec<_>) = std::mem::take(&mut self.deferred)
+            .into_iter()
+            .partition(|deferred| {
+                self.only
+                    .is_none_or(|only| only.contains(&deferred.qualname))
+            });
+        // What phase 1 learnt of the functions skipped, before any body is visited.
+        for deferred in skipped {
+            self.model.learn_skipped_return(&deferred.qualname);
+            crate::rules::skipped_function(&mut self, deferred.function, &deferred.qualname);
+        }
+        for deferred in order::callees_first(visited) {
+            self.visit_function_body(deferred);
         }
         let (summary, lines) = self.summary.finish(module, &self.model);
         Analysis {

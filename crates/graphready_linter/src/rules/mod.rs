@@ -107,6 +107,15 @@ pub fn truth_test<'a>(checker: &mut Checker<'a>, test: &'a Expr) {
     registry::truth_test_hooks(checker, test);
 }
 
+/// A function whose body the run does not visit (see [`crate::violation::Check::skipped_function`]).
+pub fn skipped_function<'a>(
+    checker: &mut Checker<'a>,
+    function: &'a ast::StmtFunctionDef,
+    qualname: &str,
+) {
+    registry::skipped_function_hooks(checker, function, qualname);
+}
+
 /// After a function's body was visited, with the function's bindings still in scope.
 pub fn function_exit(checker: &mut Checker) {
     let returns = checker.rule_state.returns;

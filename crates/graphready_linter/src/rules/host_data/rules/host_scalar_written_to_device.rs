@@ -113,6 +113,26 @@ impl Check for HostScalarWrittenToDevice {
             _ => {}
         }
     }
+
+    /// A constructor the run skips still says the ranks of the buffers it stores.
+    fn skipped_function<'a>(
+        checker: &mut Checker<'a>,
+        function: &'a ast::StmtFunctionDef,
+        qualname: &str,
+    ) {
+        let Some((class, _)) = qualname.rsplit_once('.') else {
+            return;
+        };
+        let Some(self_name) = function
+            .parameters
+            .iter_non_variadic_params()
+            .next()
+            .map(|p| p.parameter.name.id.as_str())
+        else {
+            return;
+        };
+        skipped_ranks(checker, &function.body, class, self_name);
+    }
 }
 
 /// Whether a parameter's name says it changes every call: the step, the next or current token
@@ -324,21 +344,79 @@ fn track_ranks<'a>(checker: &mut Checker<'a>, stmt: &'a Stmt) {
             }
         }
         Expr::Attribute(_) => {
-            let (Some(key), Some(rank)) = (self_attribute_key(checker, target), rank) else {
-                return;
-            };
-            checker
-                .module_facts
-                .attribute_ranks
-                .entry(key)
-                .and_modify(|known| {
-                    if *known != Some(rank) {
-                        *known = None;
-                    }
-                })
-                .or_insert(Some(rank));
+            if let (Some(key), Some(rank)) = (self_attribute_key(checker, target), rank) {
+                record_attribute_rank(checker, key, rank);
+            }
         }
         _ => {}
+    }
+}
+
+/// `Class.attribute` allocated with `rank` dimensions; `None` once two allocations disagree.
+fn record_attribute_rank(checker: &mut Checker, key: String, rank: usize) {
+    checker
+        .module_facts
+        .attribute_ranks
+        .entry(key)
+        .and_modify(|known| {
+            if *known != Some(rank) {
+                *known = None;
+            }
+        })
+        .or_insert(Some(rank));
+}
+
+/// [`track_ranks`] for the `self.attribute = allocation` statements of a method the run skips,
+/// read from its syntax (nested functions and classes aside).
+fn skipped_ranks(checker: &mut Checker, body: &[Stmt], class: &str, self_name: &str) {
+    for stmt in body {
+        match stmt {
+            Stmt::Assign(ast::StmtAssign { targets, value, .. }) => {
+                let [Expr::Attribute(attribute)] = targets.as_slice() else {
+                    continue;
+                };
+                if !matches!(&*attribute.value, Expr::Name(n) if n.id.as_str() == self_name) {
+                    continue;
+                }
+                if let Some(rank) = allocation_rank(checker, value) {
+                    record_attribute_rank(checker, format!("{class}.{}", attribute.attr.id), rank);
+                }
+            }
+            Stmt::If(ast::StmtIf {
+                body,
+                elif_else_clauses,
+                ..
+            }) => {
+                skipped_ranks(checker, body, class, self_name);
+                for clause in elif_else_clauses {
+                    skipped_ranks(checker, &clause.body, class, self_name);
+                }
+            }
+            Stmt::For(ast::StmtFor { body, orelse, .. })
+            | Stmt::While(ast::StmtWhile { body, orelse, .. }) => {
+                skipped_ranks(checker, body, class, self_name);
+                skipped_ranks(checker, orelse, class, self_name);
+            }
+            Stmt::With(ast::StmtWith { body, .. }) => {
+                skipped_ranks(checker, body, class, self_name);
+            }
+            Stmt::Try(ast::StmtTry {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+                ..
+            }) => {
+                skipped_ranks(checker, body, class, self_name);
+                for handler in handlers {
+                    let ast::ExceptHandler::ExceptHandler(handler) = handler;
+                    skipped_ranks(checker, &handler.body, class, self_name);
+                }
+                skipped_ranks(checker, orelse, class, self_name);
+                skipped_ranks(checker, finalbody, class, self_name);
+            }
+            _ => {}
+        }
     }
 }
 
