@@ -418,6 +418,22 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["MixedExperts.forward"],
             ),
+            // So is a batch's media field (`batch.mm_token_modalities is not None`); a module's
+            // own attribute (`self.vision_gate`) is configuration, its branch captured.
+            finding(
+                "engine/encoder.py",
+                83,
+                "GR201",
+                "stall",
+                &["GatedExperts.forward"],
+            ),
+            finding(
+                "engine/encoder.py",
+                86,
+                "GR201",
+                "capture",
+                &["GatedExperts.forward"],
+            ),
             // A part from the encoder components' package that a model outside it holds runs
             // with that model.
             finding(

@@ -7,7 +7,7 @@
 //! A test names the batch's prefill work (`attn_metadata.num_prefills > 0`, `if prefill_meta :=
 //! attn_metadata.prefill_metadata:`, `forward_mode.is_mixed()`,
 //! `forward_batch.contains_mm_inputs()`, `pixel_values is not None` or a test of any local named
-//! for media against `None`, an `is_prefill` flag), or
+//! for media, or a batch field so named, against `None`, an `is_prefill` flag), or
 //! denies that the batch is decode only (`if not is_decode:`, `if attn_metadata.is_decode_only:
 //! return ...`), also SGLang's `forward_mode.is_extend()` and `is_prefill()`: they hold for
 //! the verify batches its graphs capture too, but those come only with speculative decoding,
@@ -178,9 +178,25 @@ fn prefill_compare(compare: &ast::ExprCompare, negated: bool) -> bool {
 }
 
 /// Whether a local or parameter holds a step's media input by its name (`visual_token_mask`,
-/// `image_embeds`, `audio_features`, `mm_kwargs`): `None` unless the batch brings new media,
-/// which comes with a request's prompt. Attributes (`self.image_size`) are configuration.
+/// `image_embeds`, `audio_features`, `mm_kwargs`), or a batch's field does
+/// (`forward_batch.mm_token_modalities`): `None` unless the batch brings new media, which comes
+/// with a request's prompt. The attributes of `self` (`self.image_size`) and of a configuration
+/// (`config.vision_config`) are configuration.
 fn media_input(expr: &Expr) -> bool {
+    if let Expr::Attribute(attribute) = expr {
+        let Expr::Name(root) = &*attribute.value else {
+            return false;
+        };
+        let root = root.id.as_str();
+        let configuration =
+            matches!(root, "self" | "cls") || root.contains("config") || root.contains("cfg");
+        return !configuration && media_named(attribute.attr.as_str());
+    }
+    matches!(expr, Expr::Name(name) if media_named(name.id.as_str()))
+}
+
+/// A name with a word that says media: `pixel`, `image`, `video`, `audio`, `mm`, ...
+fn media_named(name: &str) -> bool {
     const MEDIA: &[&str] = &[
         "pixel",
         "image",
@@ -193,6 +209,5 @@ fn media_input(expr: &Expr) -> bool {
         "mm",
         "multimodal",
     ];
-    matches!(expr, Expr::Name(name)
-        if name.id.as_str().split('_').any(|word| MEDIA.contains(&word)))
+    name.split('_').any(|word| MEDIA.contains(&word))
 }

@@ -70,3 +70,18 @@ class MixedExperts(nn.Module):
         if hidden.any():
             hidden = hidden + 1
         return hidden
+
+
+class GatedExperts(nn.Module):
+    def __init__(self, gate: nn.Module | None):
+        super().__init__()
+        self.vision_gate = gate
+
+    def forward(self, hidden: torch.Tensor, batch):
+        # A batch's media field is `None` in decode too: its branch runs eagerly.
+        if batch.mm_token_modalities is not None:
+            return (batch.mm_token_modalities == 0).nonzero()
+        # A module's own attribute is configuration: its branch stays in the graph.
+        if self.vision_gate is not None:
+            return hidden.nonzero()
+        return hidden
