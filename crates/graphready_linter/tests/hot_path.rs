@@ -543,6 +543,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["LogitsComputer.compute_logits"],
             ),
+            // A batch that no CUDA graph runs (`if batch_info.use_cuda_graph: return ...`) runs
+            // eagerly.
+            finding(
+                "engine/lora.py",
+                12,
+                "GR105",
+                "stall",
+                &["LoraLayer.forward"],
+            ),
             // Annotated `torch.LongTensor` and passed a device tensor: a size read on the host.
             // `frame_times` (line 22) is annotated `torch.Tensor`, but its caller passes a
             // schedule made in host memory: nothing is reported there.

@@ -9,7 +9,7 @@
 //! `forward_batch.contains_mm_inputs()`, `pixel_values is not None` or a test of any local named
 //! for media, or a batch field so named, against `None`, an `is_prefill` flag), or
 //! denies that the batch is decode only (`if not is_decode:`, `if attn_metadata.is_decode_only:
-//! return ...`), also SGLang's `forward_mode.is_extend()` and `is_prefill()`: they hold for
+//! return ...`) or that a CUDA graph runs it (`if batch_info.use_cuda_graph: return ...`), also SGLang's `forward_mode.is_extend()` and `is_prefill()`: they hold for
 //! the verify batches its graphs capture too, but those come only with speculative decoding,
 //! which is off by default. `not is_decode()` does not count (idle batches are captured). A
 //! name bound to a prefill test is one too
@@ -48,6 +48,11 @@ const DECODE_NAMES: &[&str] = &[
     "is_pure_decode",
     "is_all_decode",
     "decode_only",
+    // The batch runs in a CUDA graph (SGLang's LoRA `batch_info.use_cuda_graph`): false, it
+    // runs eagerly.
+    "use_cuda_graph",
+    "use_cudagraph",
+    "is_cuda_graph",
 ];
 
 /// The receivers whose methods are SGLang's `ForwardMode` tests.
