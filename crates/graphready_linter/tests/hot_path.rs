@@ -759,12 +759,14 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "Scheduler.init_slots"
                 ],
             ),
-            // A host scalar written into one element of a 1-D buffer (line 18); into a row of a
-            // 3-D buffer (line 16) it is a fill, no copy. The buffers' ranks come from a
+            // A host scalar written into one element of a 1-D buffer (line 19); into a row of a
+            // 3-D buffer (line 17) it is a fill, no copy. The buffers' ranks come from a
             // constructor the step never reaches, which the second visit of the file skips.
+            // Nothing in `counts` (line 39): one caller passes a host tensor, the other a value
+            // of a type nothing says.
             finding(
                 "engine/slots.py",
-                18,
+                19,
                 "GR303",
                 "stall",
                 &["SlotRunner.step", "SlotStates.reset"],

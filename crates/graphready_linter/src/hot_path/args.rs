@@ -4,8 +4,10 @@
 //! is passed `t.max() == 0`); a parameter annotated as a tensor that every reached call site
 //! passes a host value (`compute_mrope_for_media(size: torch.LongTensor)` called with a row of
 //! `grid.tolist()`, or a tensor in host memory: `run(schedule: Tensor)` given
-//! `torch.linspace(...)`) holds a host value. A recursive call passing a parameter on unchanged
-//! (`dfs(child, next_token)` in `dfs`) says nothing of it: the other callers decide.
+//! `torch.linspace(...)`) holds a host value; a site passing a value of unknown type says
+//! nothing of such a parameter (the sites that pass host tensors decide). A recursive call
+//! passing a parameter on unchanged (`dfs(child, next_token)` in `dfs`) says nothing of it: the
+//! other callers decide.
 
 use super::index::{NodeId, ProjectIndex};
 use crate::semantic::Ty;
@@ -279,7 +281,12 @@ fn record_host<'f>(
         }
     }
     let unknown = site.other_args.iter().filter(|(_, ty)| *ty == Ty::Unknown);
-    for arg in site.tensor_args.iter().chain(unknown.map(|(arg, _)| arg)) {
+    for (arg, known) in site
+        .tensor_args
+        .iter()
+        .map(|arg| (arg, true))
+        .chain(unknown.map(|(arg, _)| (arg, false)))
+    {
         let Some(param) = param_of(function, bound, arg) else {
             continue;
         };
@@ -288,6 +295,9 @@ fn record_host<'f>(
             // A recursive call passing the parameter on unchanged says nothing new of it.
             Some((_, name)) if key == (caller, &**name) => {}
             Some((_, name)) => pending.push((key, (caller, &**name))),
+            // A value of unknown type says nothing of where a tensor parameter lives: the sites
+            // that pass host tensors decide.
+            None if !known && param.tensor => {}
             None => pass(host, key, None),
         }
     }

@@ -1,5 +1,6 @@
 """Per-slot state a request's arrival resets, on the host path of every step that admits one.
-The constructor, which says each buffer's rank, is set-up: nothing the step runs reaches it."""
+The constructor, which says each buffer's rank, is set-up: nothing the step runs reaches it.
+A helper whose parameter only a host tensor says anything of reads host memory."""
 
 import torch
 
@@ -20,10 +21,19 @@ class SlotStates:
 
 
 class SlotRunner:
-    def __init__(self, states: SlotStates, graph: torch.cuda.CUDAGraph):
+    def __init__(self, states: SlotStates, graph: torch.cuda.CUDAGraph, pool):
         self.states = states
         self.graph = graph
+        self.pool = pool
 
     def step(self, slot: int, lengths: torch.Tensor):
         self.states.reset(slot, lengths)
         self.graph.replay()
+        # One site passes a host tensor, the other a value of a type nothing says: the host
+        # tensor decides where `lens` lives, and its `.tolist()` reads host memory.
+        counts(torch.tensor([slot]))
+        counts(self.pool.lookup(slot))
+
+
+def counts(lens: torch.Tensor) -> list:
+    return lens.tolist()
