@@ -552,6 +552,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["LoraLayer.forward"],
             ),
+            // After `if mask is None: mask = torch.ones(n)`, the mask is the caller's or a host
+            // one: it may live on the device.
+            finding(
+                "engine/lora.py",
+                21,
+                "GR105",
+                "capture",
+                &["ScaledLora.forward"],
+            ),
             // Annotated `torch.LongTensor` and passed a device tensor: a size read on the host.
             // `frame_times` (line 22) is annotated `torch.Tensor`, but its caller passes a
             // schedule made in host memory: nothing is reported there.

@@ -164,6 +164,12 @@ impl<'a> Checker<'a> {
         if let Some((name, Some(ty), _)) = device {
             self.model.narrow(name, ty);
         }
+        // `if mask is None: mask = torch.ones(n)`: after it, `mask` holds either.
+        let fallback = if branches {
+            None
+        } else {
+            none_test(&if_stmt.test).and_then(|name| self.model.value_ty(name).map(|ty| (name, ty)))
+        };
         let body_prefill = self.model.prefill_when(&if_stmt.test, false);
         self.visit_clause(
             body_safe,
@@ -173,6 +179,9 @@ impl<'a> Checker<'a> {
         );
         if branches {
             self.model.leave_branch(!body_off);
+        }
+        if let Some((name, before)) = fallback {
+            self.model.join_fallback(name, before);
         }
         // Each later clause runs only when every earlier test was false.
         let mut earlier_false_safe =
@@ -226,6 +235,19 @@ impl<'a> Checker<'a> {
         if branches {
             self.model.end_clauses();
         }
+    }
+}
+
+/// The name `test` finds missing: `x is None`.
+fn none_test(test: &Expr) -> Option<&str> {
+    let Expr::Compare(compare) = test else {
+        return None;
+    };
+    match (&*compare.left, &*compare.ops, &*compare.comparators) {
+        (Expr::Name(name), [ast::CmpOp::Is], [right]) if right.is_none_literal_expr() => {
+            Some(name.id.as_str())
+        }
+        _ => None,
     }
 }
 

@@ -44,6 +44,26 @@ impl<'a> SemanticModel<'a> {
         self.bind_target(target, element);
     }
 
+    /// The type a name is bound to here, if it is bound to a value.
+    pub fn value_ty(&self, name: &str) -> Option<Ty> {
+        match self.lookup(name)? {
+            Binding::Value(ty) => Some(*ty),
+            Binding::Import(_) => None,
+        }
+    }
+
+    /// After `if x is None: x = torch.ones(n)`, `x` holds what it held or the fallback: a
+    /// tensor that may live on the device (`mask` passed in) joined with a host one stays a
+    /// tensor that may live on the device, and a fallback that may live on the device
+    /// (`maxlen = lengths.max()`) is read where the code reads `x`.
+    pub fn join_fallback(&mut self, name: &'a str, before: Ty) {
+        if let Some(after) = self.value_ty(name) {
+            if after != before && after != Ty::Tensor {
+                self.bind(name, before.join(after));
+            }
+        }
+    }
+
     /// Binds the names of an assignment target to the type of the assigned value.
     pub fn bind_target(&mut self, target: &'a Expr, ty: Ty) {
         match target {

@@ -92,6 +92,8 @@ impl Ty {
         match (self, other) {
             (a, b) if a == b => a,
             (a, b) if a.is_host_tensor() && b.is_host_tensor() => Ty::CpuTensor,
+            // A tensor that may live on the device either way.
+            (Ty::Tensor, b) | (b, Ty::Tensor) if b.is_host_tensor() => Ty::Tensor,
             (a, b) if a.is_host_value() && b.is_host_value() => Ty::Host,
             // A host tensor here, a list there (`grid_thw: Tensor | list[list[int]]`): host
             // memory either way, a tensor where the code uses it as one.
