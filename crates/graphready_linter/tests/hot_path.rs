@@ -561,6 +561,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["ScaledLora.forward"],
             ),
+            // After `if not metadata.extend_return_logprob: return ...`, only an extend batch
+            // asking for its prompt's logprobs runs the rest: eagerly.
+            finding(
+                "engine/lora.py",
+                29,
+                "GR102",
+                "stall",
+                &["LogprobHead.forward"],
+            ),
             // Annotated `torch.LongTensor` and passed a device tensor: a size read on the host.
             // `frame_times` (line 22) is annotated `torch.Tensor`, but its caller passes a
             // schedule made in host memory: nothing is reported there.

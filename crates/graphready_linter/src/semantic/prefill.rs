@@ -134,12 +134,22 @@ fn batch_test(test: &Expr) -> Option<Batch> {
 }
 
 /// SGLang's per-request extend data (`extend_seq_lens`, `extend_prefix_lens_cpu`, ...): set
-/// only for a batch that extends its requests, `None` in decode.
+/// only for a batch that extends its requests, `None` in decode; and its logits metadata's
+/// input-logprob requests (`extend_return_logprob`, `extend_return_top_logprob`), true only for
+/// an extend batch that asks for the prompt's logprobs.
 fn extend_field(name: &str) -> bool {
     name.strip_prefix("extend_").is_some_and(|field| {
         matches!(
             field.strip_suffix("_cpu").unwrap_or(field),
-            "seq_lens" | "prefix_lens" | "start_loc" | "num_tokens" | "logprob_start_lens"
+            "seq_lens"
+                | "prefix_lens"
+                | "start_loc"
+                | "num_tokens"
+                | "logprob_start_lens"
+                | "return_logprob"
+                | "return_top_logprob"
+                | "token_ids_logprob"
+                | "input_logprob_token_ids"
         )
     })
 }

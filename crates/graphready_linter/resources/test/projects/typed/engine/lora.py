@@ -1,4 +1,4 @@
-"""Adapters with a kernel for the batches a CUDA graph runs and a loop for the others."""
+"""LoRA layers with eager paths and a fallback mask, and a head whose prompt logprobs run eagerly."""
 
 import torch
 from torch import nn
@@ -19,3 +19,11 @@ class ScaledLora(nn.Module):
         if mask is None:
             mask = torch.ones(x.shape[0])
         return x * int(mask.sum())
+
+
+class LogprobHead(nn.Module):
+    def forward(self, logits: torch.Tensor, metadata):
+        if not metadata.extend_return_logprob:
+            return logits
+        # Only an extend batch asking for its prompt's logprobs comes here: eagerly.
+        return logits.max(-1).values.tolist()
