@@ -158,6 +158,8 @@ impl SemanticModel<'_> {
                             host_memory::factory_memory(call)
                         }
                         Some(Returns::Tensor) => host_memory::method_memory(ty, method),
+                        // `lens_cpu.split(sizes)`: views of host memory.
+                        Some(Returns::TensorSeq) => Ty::HostTensorSeq,
                         other => other.map_or(Ty::Unknown, Ty::from),
                     },
                     Ty::Tensor => tensor_api::tensor_method_result(
