@@ -515,6 +515,23 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "OverlapScheduler.process_result"
                 ],
             ),
+            // A batch whose forward mode is neither idle nor decode (`if is_idle(): ... elif
+            // is_decode(): ... else:`, or after `if is_decode_or_idle(): return ...`) extends:
+            // eagerly.
+            finding(
+                "engine/forward_modes.py",
+                15,
+                "GR105",
+                "stall",
+                &["ModeAttention.forward"],
+            ),
+            finding(
+                "engine/forward_modes.py",
+                22,
+                "GR105",
+                "stall",
+                &["ModeNorm.forward"],
+            ),
             // A stage that prepares rotary tables through a configuration helper calling the
             // rotary embedding it is handed (`rotary_emb.forward(ids)`: a layer, not the
             // model): only the loop running the model every timestep runs every step.

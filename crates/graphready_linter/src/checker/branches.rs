@@ -186,7 +186,9 @@ impl<'a> Checker<'a> {
         // Each later clause runs only when every earlier test was false.
         let mut earlier_false_safe =
             guards::safe_when(&self.model, self.settings, &if_stmt.test, true);
-        let mut earlier_false_prefill = self.model.prefill_when(&if_stmt.test, true);
+        let mut ruled_out = crate::semantic::ModesRuledOut::default();
+        let mut earlier_false_prefill =
+            self.model.prefill_when(&if_stmt.test, true) || ruled_out.note(&if_stmt.test);
         let mut earlier_false_uncaptured =
             guards::outside_capture(&self.model, &if_stmt.test, true);
         for clause in &if_stmt.elif_else_clauses {
@@ -214,8 +216,9 @@ impl<'a> Checker<'a> {
                     self.visit_clause(clause_safe, prefill, Some((test, false)), &clause.body);
                     earlier_false_safe = earlier_false_safe
                         || guards::safe_when(&self.model, self.settings, test, true);
-                    earlier_false_prefill =
-                        earlier_false_prefill || self.model.prefill_when(test, true);
+                    earlier_false_prefill = earlier_false_prefill
+                        || self.model.prefill_when(test, true)
+                        || ruled_out.note(test);
                     earlier_false_uncaptured = earlier_false_uncaptured
                         || guards::outside_capture(&self.model, test, true);
                 }

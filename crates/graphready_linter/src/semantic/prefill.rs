@@ -9,10 +9,12 @@
 //! `forward_batch.contains_mm_inputs()`, `pixel_values is not None` or a test of any local named
 //! for media, or a batch field so named, against `None`, an `is_prefill` flag), or
 //! denies that the batch is decode only (`if not is_decode:`, `if attn_metadata.is_decode_only:
-//! return ...`) or that a CUDA graph runs it (`if batch_info.use_cuda_graph: return ...`), also SGLang's `forward_mode.is_extend()` and `is_prefill()`: they hold for
-//! the verify batches its graphs capture too, but those come only with speculative decoding,
-//! which is off by default. `not is_decode()` does not count (idle batches are captured). A
-//! name bound to a prefill test is one too
+//! return ...`) or that a CUDA graph runs it (`if batch_info.use_cuda_graph: return ...`), also
+//! SGLang's `forward_mode.is_extend()` and `is_prefill()`: they hold for the verify batches its
+//! graphs capture too, but those come only with speculative decoding, which is off by default.
+//! `not is_decode()` alone does not count (idle batches are captured); `not
+//! is_decode_or_idle()`, or `is_decode()` false after `is_idle()` in one `if`/`elif` chain, does
+//! ([`ModesRuledOut`]). A name bound to a prefill test is one too
 //! ([`Ty::PrefillFlag`]); and a call of a function named for prefill work (`topk_prefill`) is made
 //! for it, wherever it is made (the summary builder marks such calls).
 
@@ -97,6 +99,35 @@ impl SemanticModel<'_> {
     }
 }
 
+/// What the earlier tests of an `if`/`elif` chain, all false, rule out of SGLang's forward
+/// modes: with both `is_idle()` and `is_decode()` false, the batch extends (`if
+/// mode.is_idle(): ... elif mode.is_decode(): ... else: self.forward_extend(...)`).
+#[derive(Default)]
+pub struct ModesRuledOut {
+    idle: bool,
+    decode: bool,
+}
+
+impl ModesRuledOut {
+    /// Notes a test found false; returns whether the later clauses run only for an extend.
+    pub fn note(&mut self, test: &Expr) -> bool {
+        if let Expr::Call(call) = test {
+            if let Expr::Attribute(method) = &*call.func {
+                if call.arguments.is_empty()
+                    && last_segment(&method.value).is_some_and(|r| FORWARD_MODES.contains(&r))
+                {
+                    match method.attr.as_str() {
+                        "is_idle" => self.idle = true,
+                        "is_decode" => self.decode = true,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        self.idle && self.decode
+    }
+}
+
 enum Batch {
     /// True only with prefill work.
     Prefill,
@@ -116,6 +147,10 @@ fn batch_test(test: &Expr) -> Option<Batch> {
         if let Expr::Attribute(method) = &*call.func {
             if last_segment(&method.value).is_some_and(|r| FORWARD_MODES.contains(&r)) {
                 let name = method.attr.as_str();
+                // Neither decode nor idle: an extend, like `is_extend()`.
+                if name == "is_decode_or_idle" {
+                    return Some(Batch::Decode);
+                }
                 return (name == "is_extend"
                     || PREFILL_NAMES.contains(&name)
                     || extend_modes(name))
