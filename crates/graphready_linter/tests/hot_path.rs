@@ -587,6 +587,11 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["LogprobHead.forward"],
             ),
+            // Nothing in `engine/media_state.py`: the mask `MediaLM.embed_ids` receives is
+            // unpacked from what a base class's `gather` returns, which returns what the
+            // runner's `gather` (another module) returns, a pinned host tensor; so its
+            // `.sum().item()` (line 17) reads host memory, though `is_multimodal` is annotated
+            // `torch.Tensor | None`.
             // Annotated `torch.LongTensor` and passed a device tensor: a size read on the host.
             // `frame_times` (line 22) is annotated `torch.Tensor`, but its caller passes a
             // schedule made in host memory: nothing is reported there.

@@ -5,7 +5,10 @@
 //! passes a host value (`compute_mrope_for_media(size: torch.LongTensor)` called with a row of
 //! `grid.tolist()`, or a tensor in host memory: `run(schedule: Tensor)` given
 //! `torch.linspace(...)`) holds a host value; a site passing a value of unknown type says
-//! nothing of such a parameter (the sites that pass host tensors decide). A recursive call
+//! nothing of such a parameter (the sites that pass host tensors decide), unless the value was
+//! unpacked from a method call whose host return the index knows (`embeds, mask =
+//! super().gather(batch)`, see [`super::returns`]). `torch.Tensor | None` and
+//! `Optional[torch.Tensor]` annotate tensors here. A recursive call
 //! passing a parameter on unchanged (`dfs(child, next_token)` in `dfs`) says nothing of it: the
 //! other callers decide.
 
@@ -52,9 +55,9 @@ pub(super) fn param_types(
                 }
                 record_tensors(function, callee, bound, tensors, &mut out);
                 record_host(
+                    index,
                     function,
                     callee,
-                    bound,
                     caller,
                     site,
                     &mut base,
@@ -254,19 +257,38 @@ fn pass<'f>(host: &mut FxHashMap<ParamKey<'f>, Option<Ty>>, key: ParamKey<'f>, t
     }
 }
 
+/// The host type of an argument unpacked from a method call's result, when the index knows
+/// that position of what the call returns.
+fn unpacked_host(
+    index: &ProjectIndex,
+    caller: NodeId,
+    site: &CallSite,
+    arg: &ArgKey,
+) -> Option<Ty> {
+    let &(_, offset, position) = site.unpacked_args.iter().find(|(key, _, _)| key == arg)?;
+    match super::returns::site_return(index, caller, offset)? {
+        crate::semantic::CallReturn::Tuple(elements) => elements
+            .get(usize::from(position))
+            .copied()
+            .filter(|ty| ty.is_host_tensor()),
+        crate::semantic::CallReturn::Value(_) => None,
+    }
+}
+
 /// What one reached site passes to the callee's parameters: a host value (a host tensor
 /// included) keeps a parameter host, anything else (a device tensor, an unknown value, a splat)
 /// rules it out; a `None` does neither. The caller's own parameters passed on go to `pending`,
 /// with the parameter they land in.
 fn record_host<'f>(
+    index: &ProjectIndex,
     function: &'f FunctionSummary,
     callee: NodeId,
-    bound: bool,
     caller: NodeId,
     site: &'f CallSite,
     host: &mut FxHashMap<ParamKey<'f>, Option<Ty>>,
     pending: &mut Vec<(ParamKey<'f>, ParamKey<'f>)>,
 ) {
+    let bound = bound(&site.target);
     if site.opaque() {
         // A splat may fill any parameter the call does not name: those are unknown; what the
         // call does name (the positions before `*args`, the keywords) still lands where it says.
@@ -295,9 +317,15 @@ fn record_host<'f>(
             // A recursive call passing the parameter on unchanged says nothing new of it.
             Some((_, name)) if key == (caller, &**name) => {}
             Some((_, name)) => pending.push((key, (caller, &**name))),
-            // A value of unknown type says nothing of where a tensor parameter lives: the sites
-            // that pass host tensors decide.
-            None if !known && param.tensor => {}
+            // A local unpacked from what a method returns, which the index knows to be host
+            // data (`embeds, mask = self.state.gather(batch)` with the runner's pinned mask).
+            None if !known => match unpacked_host(index, caller, site, arg) {
+                Some(ty) => pass(host, key, Some(ty)),
+                // A value of unknown type says nothing of where a tensor parameter lives: the
+                // sites that pass host tensors decide.
+                None if param.tensor => {}
+                None => pass(host, key, None),
+            },
             None => pass(host, key, None),
         }
     }

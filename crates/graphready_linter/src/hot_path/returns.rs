@@ -2,8 +2,10 @@
 //! (the class hierarchy of a typed receiver) and all of them return host data: the caller's
 //! module learns it in phase 3 by the call's offset (`self.buffers.get_buf(i)` unpacked into
 //! host tensors, `model.get_mrope_input_positions(...)` whose every implementation returns
-//! `torch.from_numpy(...)`). Only host data travels: a device tensor is what an unknown call
-//! already counts as.
+//! `torch.from_numpy(...)`). A method that returns what one of its calls returns (`return
+//! self.encoder_runner.gather_mm_embeddings(...)`) returns what that call's callees return, a
+//! few levels deep. Only host data travels: a device tensor is what an unknown call already
+//! counts as.
 
 use super::index::{NodeId, ProjectIndex};
 use crate::semantic::{CallReturn, Ty};
@@ -23,16 +25,14 @@ pub(super) fn call_returns<'n>(
             if callees.is_empty()
                 || !matches!(
                     site.target,
-                    CallTarget::Method { .. } | CallTarget::InstanceMethod { .. }
+                    CallTarget::Method { .. }
+                        | CallTarget::InstanceMethod { .. }
+                        | CallTarget::Super { .. }
                 )
             {
                 continue;
             }
-            let functions: Vec<&FunctionSummary> = callees
-                .iter()
-                .map(|&callee| index.function(callee))
-                .collect();
-            if let Some(found) = host_return(&functions) {
+            if let Some(found) = host_return(index, callees, FORWARD_DEPTH) {
                 out.entry(caller).or_default().push((site.offset, found));
             }
         }
@@ -40,8 +40,17 @@ pub(super) fn call_returns<'n>(
     out
 }
 
-/// What every one of `functions` returns, when that is host data.
-fn host_return(functions: &[&FunctionSummary]) -> Option<CallReturn> {
+/// How many functions that return another call's result (`return self.runner.gather(...)`) are
+/// followed to the function that builds the value.
+const FORWARD_DEPTH: u8 = 3;
+
+/// What every one of `callees` returns, when that is host data; a callee that returns what
+/// one of its calls returns returns what that call's callees return.
+fn host_return(index: &ProjectIndex, callees: &[NodeId], depth: u8) -> Option<CallReturn> {
+    let functions: Vec<&FunctionSummary> = callees
+        .iter()
+        .map(|&callee| index.function(callee))
+        .collect();
     let joined = functions
         .iter()
         .map(|f| f.returns)
@@ -50,12 +59,28 @@ fn host_return(functions: &[&FunctionSummary]) -> Option<CallReturn> {
     if let Some(ty) = joined {
         return Some(CallReturn::Value(ty));
     }
+    let forwarded: Vec<Option<CallReturn>> = callees
+        .iter()
+        .zip(&functions)
+        .map(|(&callee, function)| {
+            (function.tuple_returns.is_none() && depth > 0)
+                .then(|| forwarded_return(index, callee, depth - 1))
+                .flatten()
+        })
+        .collect();
     // A method that returns nothing (a base's `raise NotImplementedError`) cannot be what a
     // call unpacks: the others decide.
     let tuples: Vec<&[Ty]> = functions
         .iter()
-        .filter(|f| f.tuple_returns.is_some() || f.returns != Ty::Host)
-        .map(|f| f.tuple_returns.as_deref())
+        .zip(&forwarded)
+        .filter(|(f, forwarded)| {
+            f.tuple_returns.is_some() || forwarded.is_some() || f.returns != Ty::Host
+        })
+        .map(|(f, forwarded)| match forwarded {
+            Some(CallReturn::Tuple(elements)) => Some(&**elements),
+            Some(CallReturn::Value(_)) => None,
+            None => f.tuple_returns.as_deref(),
+        })
         .collect::<Option<_>>()?;
     let width = tuples.first()?.len();
     if tuples.iter().any(|t| t.len() != width) {
@@ -75,4 +100,33 @@ fn host_return(functions: &[&FunctionSummary]) -> Option<CallReturn> {
         .iter()
         .any(|ty| ty.is_host_tensor())
         .then_some(CallReturn::Tuple(positions))
+}
+
+/// What a function that returns one call's result returns, when that is host data.
+fn forwarded_return(index: &ProjectIndex, node: NodeId, depth: u8) -> Option<CallReturn> {
+    site_return_depth(index, node, index.function(node).forwards?, depth)
+}
+
+/// What the method call at `offset` in `node` returns, when every function it may run returns
+/// host data (see [`call_returns`]).
+pub(super) fn site_return(index: &ProjectIndex, node: NodeId, offset: u32) -> Option<CallReturn> {
+    site_return_depth(index, node, offset, FORWARD_DEPTH)
+}
+
+fn site_return_depth(
+    index: &ProjectIndex,
+    node: NodeId,
+    offset: u32,
+    depth: u8,
+) -> Option<CallReturn> {
+    let function = index.function(node);
+    let (_, callees) = function
+        .calls
+        .iter()
+        .zip(index.resolved_sites(node))
+        .find(|(site, _)| site.offset == offset)?;
+    if callees.is_empty() {
+        return None;
+    }
+    host_return(index, callees, depth)
 }

@@ -4,7 +4,7 @@
 use super::model::{Binding, SemanticModel};
 use super::syntax::host_named;
 use super::types::Ty;
-use ruff_python_ast::{Expr, Parameters};
+use ruff_python_ast::{self as ast, Expr, Parameters};
 
 impl<'a> SemanticModel<'a> {
     /// The type of a parameter's annotation.
@@ -96,6 +96,32 @@ impl<'a> SemanticModel<'a> {
             element => is_int(element),
         };
         container && ints
+    }
+
+    /// [`Self::annotation_ty`] of what an optional annotation holds when a value is present:
+    /// `torch.Tensor | None` and `Optional[torch.Tensor]` are tensors there.
+    pub fn present_annotation_ty(&self, annotation: &Expr) -> Ty {
+        match annotation {
+            Expr::BinOp(ast::ExprBinOp {
+                left,
+                op: ast::Operator::BitOr,
+                right,
+                ..
+            }) if left.is_none_literal_expr() || right.is_none_literal_expr() => {
+                let present = if left.is_none_literal_expr() {
+                    right
+                } else {
+                    left
+                };
+                self.annotation_ty(present)
+            }
+            Expr::Subscript(subscript)
+                if self.qualified_name(&subscript.value).as_deref() == Some("typing.Optional") =>
+            {
+                self.annotation_ty(&subscript.slice)
+            }
+            other => self.annotation_ty(other),
+        }
     }
 
     /// Binds a function's parameters from their annotations.

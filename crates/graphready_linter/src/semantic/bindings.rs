@@ -44,6 +44,12 @@ impl<'a> SemanticModel<'a> {
         self.bind_target(target, element);
     }
 
+    /// Where a local of the innermost function was unpacked from: a call's offset and the
+    /// local's position in the tuple it returns.
+    pub fn unpacked_from(&self, name: &str) -> Option<(u32, u8)> {
+        self.scopes.last()?.unpacked.get(name).copied()
+    }
+
     /// The type a name is bound to here, if it is bound to a value.
     pub fn value_ty(&self, name: &str) -> Option<Ty> {
         match self.lookup(name)? {
@@ -280,6 +286,19 @@ impl<'a> SemanticModel<'a> {
                     return;
                 }
             }
+            // What another module's method returns is known to the project's index: remember
+            // where each name came from, for the arguments it is passed as.
+            let ty = self.ty(value);
+            self.bind_target(target, ty);
+            let offset = ruff_text_size::Ranged::start(call).to_u32();
+            for (position, element) in targets.elts.iter().enumerate() {
+                if let (Expr::Name(name), Ok(position)) = (element, u8::try_from(position)) {
+                    self.current()
+                        .unpacked
+                        .insert(name.id.as_str(), (offset, position));
+                }
+            }
+            return;
         }
         // `mask = None` in one branch of `if`/`else` marks the absence of the value another
         // branch binds: the binding is read in source order, so `None` would otherwise erase what

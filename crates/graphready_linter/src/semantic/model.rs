@@ -44,6 +44,9 @@ pub(super) struct Scope<'a> {
     /// Names bound here to a view of a parameter (`lens = qo_lens[:split]`), by the
     /// parameter's name, see [`SemanticModel::parameter_viewed`].
     pub(super) param_views: FxHashMap<&'a str, &'a str>,
+    /// Locals unpacked from a call's result whose type the module cannot see (`embeds, mask =
+    /// self.state.gather(batch)`): the call's offset and the local's position in the tuple.
+    pub(super) unpacked: FxHashMap<&'a str, (u32, u8)>,
     /// Names bound here to an empty list literal and not appended to since, see
     /// [`SemanticModel::learn_append`].
     pub(super) empty_lists: FxHashSet<&'a str>,
@@ -185,6 +188,7 @@ impl<'a> SemanticModel<'a> {
                 scope.host_attributes.clear();
                 scope.key_patterns.clear();
                 scope.param_views.clear();
+                scope.unpacked.clear();
                 scope.empty_lists.clear();
                 self.spare_scopes.push(scope);
             }
@@ -254,6 +258,9 @@ impl<'a> SemanticModel<'a> {
         }
         if !scope.param_views.is_empty() {
             scope.param_views.remove(name);
+        }
+        if !scope.unpacked.is_empty() {
+            scope.unpacked.remove(name);
         }
         if !scope.empty_lists.is_empty() {
             scope.empty_lists.remove(name);

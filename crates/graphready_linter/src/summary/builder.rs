@@ -81,6 +81,9 @@ pub(crate) struct SummaryBuilder<'a> {
     /// Per function: the positions' types of the tuples returned so far; `Some(None)` once a
     /// return is not a tuple of the same length.
     tuple_returns: Vec<Option<Option<Vec<Option<Ty>>>>>,
+    /// Per function being built, the call every `return` so far returns (`None` inside once
+    /// a return returns anything else).
+    forward_calls: Vec<Option<Option<u32>>>,
     /// What each function's return annotation says of its value, innermost last.
     annotated_returns: Vec<Ty>,
     /// Locals bound to instances of known classes, per function.
@@ -155,6 +158,7 @@ impl<'a> SummaryBuilder<'a> {
             return_types: Vec::new(),
             host_only: Vec::new(),
             tuple_returns: Vec::new(),
+            forward_calls: Vec::new(),
             annotated_returns: Vec::new(),
             instances: Vec::new(),
             locals: Vec::new(),
@@ -353,6 +357,7 @@ impl<'a> SummaryBuilder<'a> {
             guarded_constructions: Vec::new(),
             platform_constructions: Vec::new(),
             tuple_returns: None,
+            forwards: None,
             captured_calls: Vec::new(),
             capture_blocks: Vec::new(),
             replays_graph: false,
@@ -397,6 +402,7 @@ impl<'a> SummaryBuilder<'a> {
         self.return_types.push(None);
         self.host_only.push(true);
         self.tuple_returns.push(None);
+        self.forward_calls.push(None);
         self.annotated_returns.push(
             function
                 .returns

@@ -112,6 +112,10 @@ pub struct CallSite {
     /// Arguments whose type the index can compute (`self.metadata_buffers`, an annotated
     /// local): the classes the callee's unannotated parameters receive.
     pub typed_args: Box<[(ArgKey, TypePath)]>,
+    /// Arguments of unknown type unpacked from another call's result (`embeds, mask =
+    /// self.state.gather(batch)`, then `f(mask)`): that call's offset and the position, for
+    /// what the index learns the call returns.
+    pub unpacked_args: Box<[(ArgKey, u32, u8)]>,
 }
 
 /// Where a call that looks like a run of a model is made.
@@ -248,6 +252,10 @@ pub struct FunctionSummary {
     /// The type of each position of the tuples the function returns on every path, when one
     /// says where a tensor lives (`-> (should_split, counts_cpu, mode)`).
     pub tuple_returns: Option<Box<[Ty]>>,
+    /// The offset of the call whose result every `return` returns (`return
+    /// self.encoder_runner.gather_mm_embeddings(...)`): the function returns what that call's
+    /// callees return.
+    pub forwards: Option<u32>,
     /// The parameters in order (`self` included for methods).
     pub params: Vec<Param>,
     /// The class the return annotation names, when it names one.

@@ -20,6 +20,9 @@ pub(super) struct ArgTypes {
     pub(super) params: Vec<(ArgKey, Box<str>)>,
     /// `True`, `False` and `None` literals.
     pub(super) consts: Vec<(ArgKey, Const)>,
+    /// Locals of unknown type unpacked from a call's result: the call's offset and the
+    /// position (see [`crate::summary::CallSite::unpacked_args`]).
+    pub(super) unpacked: Vec<(ArgKey, u32, u8)>,
 }
 
 impl ArgTypes {
@@ -47,6 +50,7 @@ impl ArgTypes {
             splat: Splat::None,
             params: Vec::new(),
             consts: Vec::new(),
+            unpacked: Vec::new(),
         };
         // Each argument with its type, filed once all are read (the closure holds `args`).
         let mut placed = Vec::new();
@@ -60,6 +64,11 @@ impl ArgTypes {
             if !ty.is_host() {
                 if let Some(param) = model.parameter_viewed(value) {
                     args.params.push((key.clone(), param.into()));
+                }
+            }
+            if let (Ty::Unknown, Expr::Name(name)) = (ty, value) {
+                if let Some((offset, position)) = model.unpacked_from(name.id.as_str()) {
+                    args.unpacked.push((key.clone(), offset, position));
                 }
             }
             placed.push((key, ty));

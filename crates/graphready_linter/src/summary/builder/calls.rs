@@ -293,6 +293,7 @@ impl SummaryBuilder<'_> {
                     function_args: function_args.clone(),
                     param_args: args.params.clone().into_boxed_slice(),
                     typed_args: typed_args.clone(),
+                    unpacked_args: args.unpacked.clone().into_boxed_slice(),
                 };
                 if capturing {
                     function.captured_calls.push(site);

@@ -24,6 +24,16 @@ impl SummaryBuilder<'_> {
             ),
             _ => None,
         };
+        if let Some(slot) = self.forward_calls.last_mut() {
+            let call = match value {
+                Some(Expr::Call(call)) => Some(ruff_text_size::Ranged::start(call).to_u32()),
+                _ => None,
+            };
+            *slot = Some(match *slot {
+                None => call,
+                Some(previous) => previous.filter(|_| previous == call),
+            });
+        }
         if let Some(slot) = self.tuple_returns.last_mut() {
             *slot = Some(match (slot.take(), elements) {
                 (None, elements) => elements,
@@ -116,6 +126,7 @@ impl SummaryBuilder<'_> {
                     .map(|e| e.unwrap_or(Ty::Host))
                     .collect()
             });
+        let forwards = self.forward_calls.pop().flatten().flatten();
         let host_only = self.host_only.pop().unwrap_or(false);
         let inferred = self.return_types.pop().flatten().unwrap_or(Ty::Host);
         // An annotation that names a host list (of lists) says more than host values returned
@@ -141,6 +152,7 @@ impl SummaryBuilder<'_> {
                 model.learn_host_preserving(&summary.qualname);
             }
             summary.host_preserving = host_only;
+            summary.forwards = forwards;
             if let Some(elements) = tuple {
                 // Other modules unpacking the tuple learn the positions that say where a tensor
                 // lives.

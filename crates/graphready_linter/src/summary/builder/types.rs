@@ -184,11 +184,15 @@ impl<'a> SummaryBuilder<'a> {
                 let ty = annotation.map_or(crate::semantic::Ty::Unknown, |annotation| {
                     model.annotation_ty(annotation)
                 });
+                // `is_multimodal: torch.Tensor | None` is a tensor where it is passed one.
+                let present = annotation.map_or(crate::semantic::Ty::Unknown, |annotation| {
+                    model.present_annotation_ty(annotation)
+                });
                 Param {
                     name: parameter.parameter.name.id.to_string(),
                     annotation: annotation
                         .and_then(|annotation| self.annotation_type(model, annotation)),
-                    tensor: ty == crate::semantic::Ty::Tensor,
+                    tensor: present == crate::semantic::Ty::Tensor,
                     host: ty.is_host(),
                     default: parameter.default().and_then(crate::summary::Const::of),
                     required: parameter.default().is_none(),
