@@ -81,8 +81,8 @@ pub(crate) struct SummaryBuilder<'a> {
     /// Per function: the positions' types of the tuples returned so far; `Some(None)` once a
     /// return is not a tuple of the same length.
     tuple_returns: Vec<Option<Option<Vec<Option<Ty>>>>>,
-    /// Per function being built, the call every `return` so far returns (`None` inside once
-    /// a return returns anything else).
+    /// Per function being built, the call its one `return` returns (`None` inside when that
+    /// return is not a call, or once there is another).
     forward_calls: Vec<Option<Option<u32>>>,
     /// What each function's return annotation says of its value, innermost last.
     annotated_returns: Vec<Ty>,

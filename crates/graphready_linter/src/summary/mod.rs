@@ -252,7 +252,7 @@ pub struct FunctionSummary {
     /// The type of each position of the tuples the function returns on every path, when one
     /// says where a tensor lives (`-> (should_split, counts_cpu, mode)`).
     pub tuple_returns: Option<Box<[Ty]>>,
-    /// The offset of the call whose result every `return` returns (`return
+    /// The offset of the call whose result the function's one `return` returns (`return
     /// self.encoder_runner.gather_mm_embeddings(...)`): the function returns what that call's
     /// callees return.
     pub forwards: Option<u32>,

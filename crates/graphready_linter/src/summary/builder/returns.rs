@@ -29,10 +29,8 @@ impl SummaryBuilder<'_> {
                 Some(Expr::Call(call)) => Some(ruff_text_size::Ranged::start(call).to_u32()),
                 _ => None,
             };
-            *slot = Some(match *slot {
-                None => call,
-                Some(previous) => previous.filter(|_| previous == call),
-            });
+            // A second `return` returns another call, or something else.
+            *slot = Some(if slot.is_none() { call } else { None });
         }
         if let Some(slot) = self.tuple_returns.last_mut() {
             *slot = Some(match (slot.take(), elements) {
