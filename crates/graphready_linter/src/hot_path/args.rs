@@ -43,6 +43,14 @@ pub(super) fn param_types(
     for &caller in &callers {
         let sites = &index.function(caller).calls;
         for (site, callees) in sites.iter().zip(index.resolved_sites(caller)) {
+            // What the index knows of the locals this call is passed, once for all its callees.
+            let unpacked: Vec<(&ArgKey, Option<Ty>)> = site
+                .unpacked_args
+                .iter()
+                .map(|(key, offset, position)| {
+                    (key, unpacked_host(index, caller, *offset, *position))
+                })
+                .collect();
             for &callee in callees.iter() {
                 let function = index.function(callee);
                 let bound = bound(&site.target);
@@ -55,11 +63,11 @@ pub(super) fn param_types(
                 }
                 record_tensors(function, callee, bound, tensors, &mut out);
                 record_host(
-                    index,
                     function,
                     callee,
                     caller,
                     site,
+                    &unpacked,
                     &mut base,
                     &mut pending,
                 );
@@ -257,15 +265,9 @@ fn pass<'f>(host: &mut FxHashMap<ParamKey<'f>, Option<Ty>>, key: ParamKey<'f>, t
     }
 }
 
-/// The host type of an argument unpacked from a method call's result, when the index knows
-/// that position of what the call returns.
-fn unpacked_host(
-    index: &ProjectIndex,
-    caller: NodeId,
-    site: &CallSite,
-    arg: &ArgKey,
-) -> Option<Ty> {
-    let &(_, offset, position) = site.unpacked_args.iter().find(|(key, _, _)| key == arg)?;
+/// The host type of a local unpacked from the call at `offset` in `caller`, at `position` of
+/// the tuple it returns, when the index knows it.
+fn unpacked_host(index: &ProjectIndex, caller: NodeId, offset: u32, position: u8) -> Option<Ty> {
     match super::returns::site_return(index, caller, offset)? {
         crate::semantic::CallReturn::Tuple(elements) => elements
             .get(usize::from(position))
@@ -280,11 +282,11 @@ fn unpacked_host(
 /// rules it out; a `None` does neither. The caller's own parameters passed on go to `pending`,
 /// with the parameter they land in.
 fn record_host<'f>(
-    index: &ProjectIndex,
     function: &'f FunctionSummary,
     callee: NodeId,
     caller: NodeId,
     site: &'f CallSite,
+    unpacked: &[(&ArgKey, Option<Ty>)],
     host: &mut FxHashMap<ParamKey<'f>, Option<Ty>>,
     pending: &mut Vec<(ParamKey<'f>, ParamKey<'f>)>,
 ) {
@@ -319,7 +321,11 @@ fn record_host<'f>(
             Some((_, name)) => pending.push((key, (caller, &**name))),
             // A local unpacked from what a method returns, which the index knows to be host
             // data (`embeds, mask = self.state.gather(batch)` with the runner's pinned mask).
-            None if !known => match unpacked_host(index, caller, site, arg) {
+            None if !known => match unpacked
+                .iter()
+                .find(|(key, _)| *key == arg)
+                .and_then(|(_, ty)| *ty)
+            {
                 Some(ty) => pass(host, key, Some(ty)),
                 // A value of unknown type says nothing of where a tensor parameter lives: the
                 // sites that pass host tensors decide.

@@ -59,29 +59,26 @@ fn host_return(index: &ProjectIndex, callees: &[NodeId], depth: u8) -> Option<Ca
     if let Some(ty) = joined {
         return Some(CallReturn::Value(ty));
     }
-    let forwarded: Vec<Option<CallReturn>> = callees
-        .iter()
-        .zip(&functions)
-        .map(|(&callee, function)| {
-            (function.tuple_returns.is_none() && depth > 0)
-                .then(|| forwarded_return(index, callee, depth - 1))
-                .flatten()
-        })
-        .collect();
     // A method that returns nothing (a base's `raise NotImplementedError`) cannot be what a
-    // call unpacks: the others decide.
-    let tuples: Vec<&[Ty]> = functions
-        .iter()
-        .zip(&forwarded)
-        .filter(|(f, forwarded)| {
-            f.tuple_returns.is_some() || forwarded.is_some() || f.returns != Ty::Host
-        })
-        .map(|(f, forwarded)| match forwarded {
-            Some(CallReturn::Tuple(elements)) => Some(&**elements),
-            Some(CallReturn::Value(_)) => None,
-            None => f.tuple_returns.as_deref(),
-        })
-        .collect::<Option<_>>()?;
+    // call unpacks: the others decide. The first callee whose tuple is not known settles it.
+    let mut forwarded: Vec<Box<[Ty]>> = Vec::new();
+    let mut tuples: Vec<&[Ty]> = Vec::new();
+    for (&callee, function) in callees.iter().zip(&functions) {
+        if let Some(elements) = function.tuple_returns.as_deref() {
+            tuples.push(elements);
+            continue;
+        }
+        let found = (depth > 0)
+            .then(|| forwarded_return(index, callee, depth - 1))
+            .flatten();
+        match found {
+            Some(CallReturn::Tuple(elements)) => forwarded.push(elements),
+            Some(CallReturn::Value(_)) => return None,
+            None if function.returns == Ty::Host => {}
+            None => return None,
+        }
+    }
+    tuples.extend(forwarded.iter().map(|elements| &**elements));
     let width = tuples.first()?.len();
     if tuples.iter().any(|t| t.len() != width) {
         return None;
