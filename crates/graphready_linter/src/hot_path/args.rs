@@ -8,9 +8,8 @@
 //! nothing of such a parameter (the sites that pass host tensors decide), unless the value was
 //! unpacked from a method call whose host return the index knows (`embeds, mask =
 //! super().gather(batch)`, see [`super::returns`]). `torch.Tensor | None` and
-//! `Optional[torch.Tensor]` annotate tensors here. A recursive call
-//! passing a parameter on unchanged (`dfs(child, next_token)` in `dfs`) says nothing of it: the
-//! other callers decide.
+//! `Optional[torch.Tensor]` annotate tensors here. A recursive call passing a parameter on
+//! unchanged (`dfs(child, next_token)` in `dfs`) says nothing of it: the other callers decide.
 
 use super::index::{NodeId, ProjectIndex};
 use crate::semantic::Ty;
@@ -278,8 +277,10 @@ fn unpacked_host(index: &ProjectIndex, caller: NodeId, offset: u32, position: u8
 }
 
 /// What one reached site passes to the callee's parameters: a host value (a host tensor
-/// included) keeps a parameter host, anything else (a device tensor, an unknown value, a splat)
-/// rules it out; a `None` does neither. The caller's own parameters passed on go to `pending`,
+/// included, or a local `unpacked` from a call the index knows to return one) keeps a
+/// parameter host; a device tensor, a splat, or a value of unknown type passed to a parameter
+/// not annotated as a tensor rules it out; a `None`, or an unknown value passed to a tensor
+/// parameter, does neither. The caller's own parameters passed on go to `pending`,
 /// with the parameter they land in.
 fn record_host<'f>(
     function: &'f FunctionSummary,
