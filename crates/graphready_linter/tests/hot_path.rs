@@ -988,6 +988,9 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/switches.py", 69),
             // The same in a conditional expression (`x.max().item() if in_capture else ...`).
             ("engine/switches.py", 74),
+            // A flag named for capture, handed on by a wrapper that receives it: `False` per
+            // step by its name.
+            ("engine/switches.py", 93),
             ("engine/tests/test_runner.py", 8),
             ("engine/tests/test_runner.py", 9),
             // A speech encoder invoked only in an eager block (`with gpu_sync_allowed():`).

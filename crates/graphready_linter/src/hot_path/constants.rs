@@ -5,6 +5,9 @@
 //! `if kv_block_num > 0:` with `kv_block_num=-1`, `if mode == "prefill":` with `mode="auto"`).
 //! The calls made there are not followed, and the findings there are not reached.
 //!
+//! A flag named for capture (`in_capture`) is `False` per step by its name, unless a call from
+//! per-step code passes `True`: its calls need not agree, nor be few.
+//!
 //! Only calls from code that runs every step count: set-up and measuring harnesses run once
 //! (they may turn a check on while capturing). A function that is an entry point is called from
 //! outside the project too, so its parameters stay open; so does one no call in the project
@@ -63,7 +66,9 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
         tested.insert(node, params);
     }
     if tested.is_empty() {
-        return Constants::default();
+        let mut passed = FxHashMap::default();
+        capture_flags(index, &FxHashSet::default(), &mut passed);
+        return constants_of(passed);
     }
     // Functions that may pass their `**kwargs` on to those: their calls are searched too.
     let mut names = by_name.clone();
@@ -126,6 +131,11 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
     }
     passes.extend(through_kwargs(index, entries, &sites, &forwarded));
     let mut passed: FxHashMap<(NodeId, &'s str), Passed> = FxHashMap::default();
+    let turned_on: FxHashSet<(NodeId, &'s str)> = passes
+        .iter()
+        .filter(|(_, value)| *value == Passed::Always(Const::True))
+        .map(|(key, _)| *key)
+        .collect();
     for (key, value) in passes {
         passed
             .entry(key)
@@ -136,6 +146,12 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
             })
             .or_insert(value);
     }
+    capture_flags(index, &turned_on, &mut passed);
+    constants_of(passed)
+}
+
+/// The parameters that hold one literal, by function.
+fn constants_of<'s>(passed: FxHashMap<(NodeId, &'s str), Passed>) -> Constants<'s> {
     let mut constants = Constants::default();
     for ((node, param), value) in passed {
         if let Passed::Always(value) = value {
@@ -146,6 +162,45 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
         params.sort_unstable_by_key(|(param, _)| *param);
     }
     constants
+}
+
+/// A flag named for capture (`in_capture`, `is_capturing`) that defaults to `False` is true
+/// only while the graphs are captured, which set-up does once: per-step code leaves it `False`,
+/// whatever its calls pass on (a wrapper handing on its own flag, a name called from too many
+/// places to resolve, an entry point), unless one of them passes a literal `True`.
+fn capture_flags<'s>(
+    index: &ProjectIndex<'s>,
+    turned_on: &FxHashSet<(NodeId, &'s str)>,
+    passed: &mut FxHashMap<(NodeId, &'s str), Passed>,
+) {
+    for node in index.nodes() {
+        let function = index.function(node);
+        if function.param_blocks.is_empty() || index.runs_once(node) {
+            continue;
+        }
+        for block in &function.param_blocks {
+            let param: &'s str = &block.param;
+            if names_capture(param)
+                && !turned_on.contains(&(node, param))
+                && default_of(function, param) == Passed::Always(Const::False)
+            {
+                passed.insert((node, param), Passed::Always(Const::False));
+            }
+        }
+    }
+}
+
+/// Whether a parameter's name says it is set while a graph is captured: `capturing`,
+/// `is_capturing`, and `in_`, `is_`, `during_` or `for_` names that end in `capture`
+/// (`in_capture`, `for_cuda_graph_capture`). `capture_hidden` says what to capture, not when.
+fn names_capture(param: &str) -> bool {
+    let name = param.trim_start_matches('_');
+    name == "capturing"
+        || name.ends_with("_capturing")
+        || (name.ends_with("capture")
+            && ["in_", "is_", "during_", "for_"]
+                .iter()
+                .any(|prefix| name.starts_with(prefix)))
 }
 
 /// What one call passes to a parameter of the function it calls: the literal it gives, the
@@ -291,4 +346,33 @@ pub(super) fn rules_out<'t>(
             .iter()
             .any(|(name, value)| *name == param && !test.holds(*value))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_capture;
+
+    #[test]
+    fn flags_named_for_capture() {
+        for name in [
+            "in_capture",
+            "is_capture",
+            "_in_capture",
+            "capturing",
+            "is_capturing",
+            "during_capture",
+            "for_cuda_graph_capture",
+        ] {
+            assert!(names_capture(name), "{name}");
+        }
+        for name in [
+            "capture_hidden",
+            "capture",
+            "recapture",
+            "skip_capture",
+            "in_captures",
+        ] {
+            assert!(!names_capture(name), "{name}");
+        }
+    }
 }

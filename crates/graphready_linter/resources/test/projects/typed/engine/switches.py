@@ -76,11 +76,21 @@ class Planner:
     def capture_graphs(self, batch: ForwardBatch):
         self.plan(batch, in_capture=True)
         self.bound(batch, in_capture=True)
+        self.prepare(batch, in_capture=True)
 
     def replay(self, batch: ForwardBatch):
         self.plan(batch)
         self.bound(batch)
+        self.prepare(batch)
         self.graph.replay()
+
+    def prepare(self, batch: ForwardBatch, in_capture: bool = False):
+        # Passes its own flag on: per step it is the default, whatever the call sites say.
+        return self.lens_for(batch, in_capture=in_capture)
+
+    def lens_for(self, batch: ForwardBatch, in_capture: bool = False):
+        # True only while the graphs are captured, by its name.
+        return batch.seq_lens.cpu() if in_capture else None
 
 
 def run_wrapped_positional(*args):
