@@ -214,6 +214,19 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "ChunkedBackend._pool"
                 ],
             ),
+            // Under a flag that says the batch has some kind of prefill (`has_mixed_prefill`).
+            finding(
+                "engine/attention/chunked.py",
+                71,
+                "GR101",
+                "stall",
+                &[
+                    "Model.forward",
+                    "AttentionBackend.forward",
+                    "ChunkedBackend.forward_decode",
+                    "ChunkedBackend._mixed"
+                ],
+            ),
             finding(
                 "engine/attention/counting.py",
                 16,

@@ -7,7 +7,8 @@
 //! A test names the batch's prefill work (`attn_metadata.num_prefills > 0`, `if prefill_meta :=
 //! attn_metadata.prefill_metadata:`, `forward_mode.is_mixed()`,
 //! `forward_batch.contains_mm_inputs()`, `pixel_values is not None` or a test of any local named
-//! for media, or a batch field so named, against `None`, an `is_prefill` flag), or
+//! for media, or a batch field so named, against `None`, an `is_prefill` flag, a `has_..._prefill`
+//! flag such as `has_mixed_prefill`), or
 //! denies that the batch is decode only (`if not is_decode:`, `if attn_metadata.is_decode_only:
 //! return ...`) or that a CUDA graph runs it (`if batch_info.use_cuda_graph: return ...`), also
 //! SGLang's `forward_mode.is_extend()` and `is_prefill()`: they hold for the verify batches its
@@ -159,13 +160,22 @@ fn batch_test(test: &Expr) -> Option<Batch> {
         }
     }
     let name = last_segment(test)?.trim_start_matches('_');
-    if PREFILL_NAMES.contains(&name) || extend_field(name) {
+    if PREFILL_NAMES.contains(&name) || extend_field(name) || has_prefill_kind(name) {
         Some(Batch::Prefill)
     } else if DECODE_NAMES.contains(&name) {
         Some(Batch::Decode)
     } else {
         None
     }
+}
+
+/// A flag that says the batch holds some kind of prefill work: `has_` a qualified prefill
+/// (`has_mixed_prefill`, `has_chunked_prefills`).
+fn has_prefill_kind(name: &str) -> bool {
+    name.strip_prefix("has_").is_some_and(|rest| {
+        let rest = rest.strip_suffix('s').unwrap_or(rest);
+        rest.ends_with("_prefill")
+    })
 }
 
 /// SGLang's per-request extend data (`extend_seq_lens`, `extend_prefix_lens_cpu`, ...): set
@@ -260,4 +270,28 @@ fn media_named(name: &str) -> bool {
         "multimodal",
     ];
     name.split('_').any(|word| MEDIA.contains(&word))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_prefill_kind;
+
+    #[test]
+    fn flags_for_a_kind_of_prefill() {
+        for name in [
+            "has_mixed_prefill",
+            "has_chunked_prefills",
+            "has_new_prefill",
+        ] {
+            assert!(has_prefill_kind(name), "{name}");
+        }
+        for name in [
+            "has_prefill_lens",
+            "mixed_prefill",
+            "has_prefilled",
+            "enable_prefill",
+        ] {
+            assert!(!has_prefill_kind(name), "{name}");
+        }
+    }
 }

@@ -33,7 +33,7 @@ class ChunkedBackend(AttentionBackend):
         # Named for prefill work: it does that work wherever it is called (the engine calls
         # it only for batches that have some).
         self.plan_chunked_prefill(batch)
-        self._shard(batch)
+        self._shard(batch) or self._mixed(q, batch.plan)
         self._pool(batch)
         return q
 
@@ -62,3 +62,10 @@ class ChunkedBackend(AttentionBackend):
             return None
         # Extend data is set only for batches that extend their requests: prefill work.
         return batch.seq_lens.tolist()
+
+    def _mixed(self, q, plan):
+        has_mixed_prefill, split = plan
+        if not has_mixed_prefill:
+            return q
+        # The batch has prefill work (`has_..._prefill`): this runs eagerly.
+        return q[: split[-1].item()]
