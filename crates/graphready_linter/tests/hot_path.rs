@@ -915,6 +915,35 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "TransferQueue.gate"
                 ],
             ),
+            // A fallback every captured call skips (`if metadata is None: metadata = ...`,
+            // the metadata passed in by the graph runner): it runs, and what it calls runs,
+            // for the callers that leave the argument out, outside the graph.
+            finding(
+                "engine/vision_graph.py",
+                14,
+                "GR101",
+                "stall",
+                &["PatchTower.forward_graphed", "PatchEncoder.forward"],
+            ),
+            finding(
+                "engine/vision_graph.py",
+                18,
+                "GR101",
+                "stall",
+                &[
+                    "PatchTower.forward_graphed",
+                    "PatchEncoder.forward",
+                    "PatchEncoder.prepare_metadata"
+                ],
+            ),
+            // A `None` that turns a setting off is no fallback: what runs under it is captured.
+            finding(
+                "engine/vision_graph.py",
+                39,
+                "GR101",
+                "capture",
+                &["PatchTower.forward_graphed", "scale_patches"],
+            ),
             // An abstract base's method that a subclass a CUDA engine builds inherits. Its
             // sibling `WrapperBase.update` is overridden by every such subclass (the other serves
             // the CPU), so nothing reaches it.

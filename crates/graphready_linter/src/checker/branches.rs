@@ -118,12 +118,15 @@ impl<'a> Checker<'a> {
         let test = &*if_expr.test;
         self.visit_expr(test);
         self.summary.judged(test);
-        for (branch, negated) in [(&*if_expr.body, false), (&*if_expr.orelse, true)] {
+        for (branch, other, negated) in [
+            (&*if_expr.body, &*if_expr.orelse, false),
+            (&*if_expr.orelse, &*if_expr.body, true),
+        ] {
             let safe = guards::safe_when(&self.model, self.settings, test, negated)
                 || guards::mirror_fallback(test, negated, &[]);
-            let entered = self
-                .summary
-                .enter_param_guard_expr(&self.model, branch, test, negated);
+            let entered =
+                self.summary
+                    .enter_param_guard_expr(&self.model, branch, other, test, negated);
             self.safe_depth += u32::from(safe);
             self.visit_expr(branch);
             self.safe_depth -= u32::from(safe);

@@ -68,6 +68,8 @@ pub struct ProjectIndex<'s> {
     pub(super) any_module_memo: std::sync::Mutex<FxHashMap<String, super::types::TypeVal>>,
     /// Call sites the constant parameters rule out (see `super::constants`), set once.
     pub(super) dead_sites: std::sync::OnceLock<FxHashSet<(NodeId, usize)>>,
+    /// The call sites made in fallbacks every captured call skips (see `given`).
+    pub(super) fallback_sites: std::sync::OnceLock<FxHashSet<(NodeId, usize)>>,
     /// The project's custom operators, built when first asked (see `super::custom_ops`).
     pub(super) custom_ops: std::sync::OnceLock<super::custom_ops::CustomOps>,
 }
@@ -96,6 +98,7 @@ impl<'s> ProjectIndex<'s> {
             hierarchy_memo: std::sync::Mutex::new(FxHashMap::default()),
             any_module_memo: std::sync::Mutex::new(FxHashMap::default()),
             dead_sites: std::sync::OnceLock::new(),
+            fallback_sites: std::sync::OnceLock::new(),
             custom_ops: std::sync::OnceLock::new(),
         };
         for (i, module) in modules.iter().enumerate() {

@@ -13,6 +13,7 @@ mod constants;
 mod custom_ops;
 mod derived;
 mod encoders;
+mod given;
 mod guesses;
 mod held;
 mod hierarchy;
@@ -26,6 +27,7 @@ mod processors;
 mod properties;
 mod queries;
 mod returns;
+mod search;
 mod speculative;
 mod steps;
 mod types;
@@ -34,8 +36,8 @@ use crate::semantic::{AttributeType, CallReturn, PropertyRead, Ty};
 use crate::summary::{EntryReason, Marker, ModuleSummary};
 use graphready_diagnostics::{ChainLink, Diagnostic, Reach};
 pub use index::{NodeId, ProjectIndex};
-use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
+use search::search;
 
 /// Whether a function, by its qualified name inside its module, is set-up that runs once rather
 /// than every step: constructors and what they nest, loading, warm-up, capture, profiling
@@ -110,6 +112,8 @@ pub struct HotPath<'s> {
     attribute_types: FxHashMap<NodeId, Vec<AttributeType>>,
     /// What reached method calls return when it is host data (see [`returns`]), by caller.
     call_returns: FxHashMap<NodeId, Vec<(u32, CallReturn)>>,
+    /// The parameters every captured call gives, for the functions with a fallback for them.
+    given: given::Given<'s>,
 }
 
 impl<'s> HotPath<'s> {
@@ -287,23 +291,37 @@ impl<'s> HotPath<'s> {
         let mut eager_hits = Vec::new();
         // What the step search and the parameter stage need besides the captured set, on the
         // other core meanwhile.
-        let ((), (by_name, once, property_reads, attribute_types)) = rayon::join(
+        let (given, (by_name, once, property_reads, attribute_types)) = rayon::join(
             || {
                 let none = FxHashMap::default();
-                let mut deferred = Some((&uncapturable, &mut eager_hits));
                 // Roots outside speculative decoding first: chains show the default path.
                 let (main_roots, speculative_roots) = speculative::partition(&index, roots.clone());
-                for entries in [&explicit, &main_roots, &speculative_roots] {
-                    search(
-                        &index,
-                        entries,
-                        &capture_blocked,
-                        &mut captured,
-                        &none,
-                        true,
-                        deferred.as_mut().map(|(set, hits)| (*set, &mut **hits)),
-                    );
+                let capture = |captured: &mut FxHashMap<_, _>, hits: &mut Vec<_>| {
+                    let mut deferred = Some((&uncapturable, hits));
+                    for entries in [&explicit, &main_roots, &speculative_roots] {
+                        search(
+                            &index,
+                            entries,
+                            &capture_blocked,
+                            captured,
+                            &none,
+                            true,
+                            deferred.as_mut().map(|(set, hits)| (*set, &mut **hits)),
+                        );
+                    }
+                };
+                capture(&mut captured, &mut eager_hits);
+                // Again without the fallbacks every captured call skips.
+                let given = given::find(&index, &captured, &entry_nodes);
+                if !given.is_empty() {
+                    let _ = index
+                        .fallback_sites
+                        .set(given::fallback_sites(&index, &given));
+                    captured.clear();
+                    eager_hits.clear();
+                    capture(&mut captured, &mut eager_hits);
                 }
+                given
             },
             || {
                 let by_name = steps::sites_by_name(&index);
@@ -396,6 +414,7 @@ impl<'s> HotPath<'s> {
             property_reads,
             attribute_types,
             call_returns,
+            given,
             drivers,
             driven_by,
             called_from_capture,
@@ -496,8 +515,10 @@ impl<'s> HotPath<'s> {
             return;
         }
         if self.captured.contains_key(&node) {
-            // Prefill work runs outside the decode graph.
-            diagnostic.reach = if self.in_prefill_block(node, line) {
+            // Prefill work, and fallbacks every captured call skips, run outside the graph.
+            diagnostic.reach = if self.in_prefill_block(node, line)
+                || self.in_fallback_block(node, line, column)
+            {
                 Reach::Stall
             } else {
                 Reach::Capture
@@ -518,67 +539,7 @@ impl<'s> HotPath<'s> {
     }
 }
 
-/// Functions a search does not enter but records reaching, with their callers: (the
-/// functions, the (callee, caller) pairs met, in search order).
-type Deferred<'a> = (&'a FxHashSet<NodeId>, &'a mut Vec<(NodeId, NodeId)>);
-
 fn dedup_entries(entries: &mut Vec<Entry>) {
     let mut seen = FxHashSet::default();
     entries.retain(|entry| seen.insert(entry.node));
-}
-
-/// Multi-source breadth-first search; `skip` holds nodes another search already owns; the
-/// search does not descend into eager breaks, nor into set-up and harness code (which an entry
-/// may still be, when named explicitly). An `exact` search (the captured ones) follows no call
-/// resolved by a guess by name (see [`guesses`]). `deferred` records the calls it meets of the
-/// functions it holds (which `eager` blocks), for the entries of another search.
-fn search(
-    index: &ProjectIndex,
-    entries: &[Entry],
-    eager: &FxHashSet<NodeId>,
-    reached: &mut FxHashMap<NodeId, Option<NodeId>>,
-    skip: &FxHashMap<NodeId, Option<NodeId>>,
-    exact: bool,
-    mut deferred: Option<Deferred>,
-) {
-    let admits = |node: &NodeId, reached: &FxHashMap<NodeId, Option<NodeId>>| {
-        !eager.contains(node) && !reached.contains_key(node) && !skip.contains_key(node)
-    };
-    let mut frontier = Vec::new();
-    for entry in entries {
-        if admits(&entry.node, reached) {
-            reached.insert(entry.node, None);
-            frontier.push(entry.node);
-        }
-    }
-    // Breadth first, one level at a time: the level's call sites are resolved in parallel and
-    // merged in order, so that reach and parents are those of a first-in, first-out search.
-    while !frontier.is_empty() {
-        let callees: Vec<Vec<NodeId>> = frontier
-            .par_iter()
-            .with_max_len(8)
-            .map(|node| {
-                if exact {
-                    index.exact_callees(*node)
-                } else {
-                    index.callees(*node)
-                }
-            })
-            .collect();
-        let mut next = Vec::new();
-        for (node, callees) in frontier.iter().zip(callees) {
-            for callee in callees {
-                if let Some((set, hits)) = deferred.as_mut() {
-                    if set.contains(&callee) {
-                        hits.push((callee, *node));
-                    }
-                }
-                if admits(&callee, reached) && !index.runs_once_from(*node, callee) {
-                    reached.insert(callee, Some(*node));
-                    next.push(callee);
-                }
-            }
-        }
-        frontier = next;
-    }
 }

@@ -3,41 +3,60 @@
 //! a function after `if is_decode: return ...`; see `semantic::prefill`) runs eagerly, on every
 //! step that has some. The captured search does not follow the calls made there; the functions
 //! they call are per-step entries instead, and the findings there are stalls, with the chain
-//! that captures the function that makes the call.
+//! that captures the function that makes the call. The fallbacks every captured call skips
+//! (see `given`) are handled alike.
 
 use super::index::{NodeId, ProjectIndex};
 use super::{Entry, HotPath};
-use crate::summary::EntryReason;
+use crate::summary::{CallSite, EntryReason};
 use rustc_hash::FxHashMap;
 
 impl ProjectIndex<'_> {
-    /// The functions a function calls only where it handles prefill work (calls the constant
-    /// parameters rule out aside).
+    /// Whether a call site runs outside the graph when its function is captured: made where the
+    /// function handles prefill work, or in a fallback every captured call skips (see `given`).
+    fn eager_site(&self, node: NodeId, i: usize, site: &CallSite) -> bool {
+        site.prefill || self.is_fallback_site(node, i)
+    }
+
+    /// The functions a function calls only where it handles prefill work, or in a fallback
+    /// every captured call skips (calls the constant parameters rule out aside).
     pub(super) fn prefill_only_callees(&self, node: NodeId) -> Vec<NodeId> {
         let calls = &self.function(node).calls;
-        if !calls.iter().any(|site| site.prefill) {
+        if !calls
+            .iter()
+            .enumerate()
+            .any(|(i, site)| self.eager_site(node, i, site))
+        {
             return Vec::new();
         }
         let sites = calls
             .iter()
             .zip(self.resolved_sites(node))
             .enumerate()
-            .filter(|(i, _)| !self.is_dead_site(node, *i))
-            .map(|(_, site)| site);
+            .filter(|(i, _)| !self.is_dead_site(node, *i));
         let mut other: Vec<NodeId> = sites
             .clone()
-            .filter(|(site, _)| !site.prefill)
-            .flat_map(|(_, targets)| targets.iter().copied())
+            .filter(|(i, (site, _))| !self.eager_site(node, *i, site))
+            .flat_map(|(_, (_, targets))| targets.iter().copied())
             .collect();
         other.sort_unstable();
         let mut only: Vec<NodeId> = sites
-            .filter(|(site, _)| site.prefill)
-            .flat_map(|(_, targets)| targets.iter().copied())
+            .filter(|(i, (site, _))| self.eager_site(node, *i, site))
+            .flat_map(|(_, (_, targets))| targets.iter().copied())
             .filter(|target| other.binary_search(target).is_err())
             .collect();
         only.sort_unstable();
         only.dedup();
         only
+    }
+
+    /// Whether a function calls `callee` where it handles prefill work.
+    fn calls_for_prefill(&self, node: NodeId, callee: NodeId) -> bool {
+        self.function(node)
+            .calls
+            .iter()
+            .zip(self.resolved_sites(node))
+            .any(|(site, targets)| site.prefill && targets.contains(&callee))
     }
 }
 
@@ -50,7 +69,14 @@ pub(super) fn entries(
     let mut callers: Vec<NodeId> = captured
         .keys()
         .copied()
-        .filter(|node| index.function(*node).calls.iter().any(|site| site.prefill))
+        .filter(|node| {
+            index
+                .function(*node)
+                .calls
+                .iter()
+                .enumerate()
+                .any(|(i, site)| index.eager_site(*node, i, site))
+        })
         .collect();
     callers.sort_unstable();
     callers
@@ -62,7 +88,11 @@ pub(super) fn entries(
                 .filter(|callee| !captured.contains_key(callee))
                 .map(move |callee| Entry {
                     node: callee,
-                    reason: EntryReason::PrefillBranch,
+                    reason: if index.calls_for_prefill(caller, callee) {
+                        EntryReason::PrefillBranch
+                    } else {
+                        EntryReason::FallbackBranch
+                    },
                     via: Some(caller),
                 })
         })

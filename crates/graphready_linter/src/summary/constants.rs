@@ -177,6 +177,9 @@ pub struct ParamBlock {
     pub end: (u32, u32),
     pub param: Box<str>,
     pub test: ParamTest,
+    /// The code computes the parameter's value in its place (`if p is None: p = ...`, `p if p
+    /// is not None else ...`): a fallback for the callers that leave the parameter out.
+    pub fallback: bool,
 }
 
 impl ParamBlock {

@@ -358,6 +358,9 @@ pub enum EntryReason {
     StepLoop,
     /// Called where captured code handles a batch's prefill work, which runs outside the graph.
     PrefillBranch,
+    /// Called where captured code computes an argument its captured callers all give (`if
+    /// metadata is None:`): it runs for the other callers, outside the graph.
+    FallbackBranch,
     /// A method of a class that implements none of its base's CUDA-graph capture hooks, called
     /// from captured code: it runs eagerly.
     Uncapturable,
@@ -385,6 +388,10 @@ impl EntryReason {
             EntryReason::StepLoop => "called in the loop that drives the steps",
             EntryReason::PrefillBranch => {
                 "called where captured code handles prefill work, which runs outside the graph"
+            }
+            EntryReason::FallbackBranch => {
+                "called where captured code computes an argument every captured call gives, \
+                 for the callers that leave it out, outside the graph"
             }
             EntryReason::Uncapturable => {
                 "method of a class without its base's CUDA-graph capture hooks, which runs eagerly"

@@ -5,7 +5,7 @@
 use super::SummaryBuilder;
 use crate::semantic::SemanticModel;
 use crate::summary::constants::name_tests;
-use crate::summary::ParamBlock;
+use crate::summary::{ParamBlock, ParamTest};
 use ruff_python_ast::{Expr, Stmt};
 use ruff_text_size::Ranged;
 
@@ -65,22 +65,27 @@ impl SummaryBuilder<'_> {
         test: &Expr,
         negated: bool,
     ) -> usize {
-        self.enter_guard(model, test, negated, |builder| {
+        let assigns = |name: &str| assigns_name(body, name);
+        self.enter_guard(model, test, negated, &assigns, |builder| {
             builder
                 .block_lines(body)
                 .map(|(first, last)| ((first, 0), (last, u32::MAX)))
         })
     }
 
-    /// [`Self::enter_param_guard`] for a branch of a conditional expression.
+    /// [`Self::enter_param_guard`] for a branch of a conditional expression (`other`: the
+    /// other branch).
     pub(crate) fn enter_param_guard_expr(
         &mut self,
         model: &SemanticModel,
         branch: &Expr,
+        other: &Expr,
         test: &Expr,
         negated: bool,
     ) -> usize {
-        self.enter_guard(model, test, negated, |builder| {
+        // `p if p is not None else fallback`: the branch stands in for the parameter.
+        let stands_in = |name: &str| matches!(other, Expr::Name(n) if n.id.as_str() == name);
+        self.enter_guard(model, test, negated, &stands_in, |builder| {
             Some((
                 builder.position(branch.start()),
                 builder.position(branch.end()),
@@ -95,12 +100,14 @@ impl SummaryBuilder<'_> {
     }
 
     /// `span`: where the guarded code starts and ends, asked for only when the test says
-    /// something of a parameter.
+    /// something of a parameter; `replaces`: whether the code computes a parameter's value in
+    /// its place (see [`ParamBlock::fallback`]).
     fn enter_guard(
         &mut self,
         model: &SemanticModel,
         test: &Expr,
         negated: bool,
+        replaces: &dyn Fn(&str) -> bool,
         span: impl FnOnce(&Self) -> Option<((u32, u32), (u32, u32))>,
     ) -> usize {
         if self.returns_only {
@@ -134,6 +141,7 @@ impl SummaryBuilder<'_> {
                     end,
                     param: name.into(),
                     test,
+                    fallback: test == ParamTest::IsNone && replaces(name),
                 });
             }
         }
@@ -145,4 +153,22 @@ impl SummaryBuilder<'_> {
             conditions.truncate(conditions.len().saturating_sub(entered));
         }
     }
+}
+
+/// Whether a block binds `name` at its top level (`name = ...`, `name, rest = ...`, `name: T =
+/// ...`).
+fn assigns_name(body: &[Stmt], name: &str) -> bool {
+    fn binds(target: &Expr, name: &str) -> bool {
+        match target {
+            Expr::Name(n) => n.id.as_str() == name,
+            Expr::Tuple(t) => t.elts.iter().any(|e| binds(e, name)),
+            Expr::List(l) => l.elts.iter().any(|e| binds(e, name)),
+            _ => false,
+        }
+    }
+    body.iter().any(|stmt| match stmt {
+        Stmt::Assign(assign) => assign.targets.iter().any(|t| binds(t, name)),
+        Stmt::AnnAssign(assign) => binds(&assign.target, name),
+        _ => false,
+    })
 }
