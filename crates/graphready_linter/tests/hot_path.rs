@@ -227,6 +227,19 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "ChunkedBackend._mixed"
                 ],
             ),
+            // Under a test that the batch brings media (`contains_image_inputs()`).
+            finding(
+                "engine/attention/chunked.py",
+                76,
+                "GR102",
+                "stall",
+                &[
+                    "Model.forward",
+                    "AttentionBackend.forward",
+                    "ChunkedBackend.forward_decode",
+                    "ChunkedBackend._images"
+                ],
+            ),
             finding(
                 "engine/attention/counting.py",
                 16,

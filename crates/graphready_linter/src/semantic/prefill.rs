@@ -6,10 +6,10 @@
 //!
 //! A test names the batch's prefill work (`attn_metadata.num_prefills > 0`, `if prefill_meta :=
 //! attn_metadata.prefill_metadata:`, `forward_mode.is_mixed()`,
-//! `forward_batch.contains_mm_inputs()`, `pixel_values is not None` or a test of any local named
-//! for media, or a batch field so named, against `None`, an `is_prefill` flag, a `has_..._prefill`
-//! flag such as `has_mixed_prefill`), or
-//! denies that the batch is decode only (`if not is_decode:`, `if attn_metadata.is_decode_only:
+//! `forward_batch.contains_mm_inputs()` or any test that the batch brings media
+//! (`contains_image_inputs()`), `pixel_values is not None` or a test of any local named for
+//! media, or a batch field so named, against `None`, an `is_prefill` flag, a `has_..._prefill`
+//! flag such as `has_mixed_prefill`), or denies that the batch is decode only (`if not is_decode:`, `if attn_metadata.is_decode_only:
 //! return ...`) or that a CUDA graph runs it (`if batch_info.use_cuda_graph: return ...`), also
 //! SGLang's `forward_mode.is_extend()` and `is_prefill()`: they hold for the verify batches its
 //! graphs capture too, but those come only with speculative decoding, which is off by default.
@@ -160,7 +160,11 @@ fn batch_test(test: &Expr) -> Option<Batch> {
         }
     }
     let name = last_segment(test)?.trim_start_matches('_');
-    if PREFILL_NAMES.contains(&name) || extend_field(name) || has_prefill_kind(name) {
+    if PREFILL_NAMES.contains(&name)
+        || extend_field(name)
+        || has_prefill_kind(name)
+        || media_inputs(name)
+    {
         Some(Batch::Prefill)
     } else if DECODE_NAMES.contains(&name) {
         Some(Batch::Decode)
@@ -176,6 +180,20 @@ fn has_prefill_kind(name: &str) -> bool {
         let rest = rest.strip_suffix('s').unwrap_or(rest);
         rest.ends_with("_prefill")
     })
+}
+
+/// A test that the batch brings media of some kind (`contains_image_inputs`,
+/// `contains_mm_input`, `has_audio_inputs`): new media come with a request's prompt.
+fn media_inputs(name: &str) -> bool {
+    let Some(rest) = name
+        .strip_prefix("contains_")
+        .or_else(|| name.strip_prefix("has_"))
+    else {
+        return false;
+    };
+    rest.strip_suffix("_inputs")
+        .or_else(|| rest.strip_suffix("_input"))
+        .is_some_and(media_named)
 }
 
 /// SGLang's per-request extend data (`extend_seq_lens`, `extend_prefix_lens_cpu`, ...): set
@@ -274,7 +292,26 @@ fn media_named(name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::has_prefill_kind;
+    use super::{has_prefill_kind, media_inputs};
+
+    #[test]
+    fn tests_that_the_batch_brings_media() {
+        for name in [
+            "contains_image_inputs",
+            "contains_mm_input",
+            "has_audio_inputs",
+        ] {
+            assert!(media_inputs(name), "{name}");
+        }
+        for name in [
+            "contains_inputs",
+            "has_text_inputs",
+            "contains_image",
+            "image_inputs",
+        ] {
+            assert!(!media_inputs(name), "{name}");
+        }
+    }
 
     #[test]
     fn flags_for_a_kind_of_prefill() {

@@ -33,7 +33,7 @@ class ChunkedBackend(AttentionBackend):
         # Named for prefill work: it does that work wherever it is called (the engine calls
         # it only for batches that have some).
         self.plan_chunked_prefill(batch)
-        self._shard(batch) or self._mixed(q, batch.plan)
+        self._shard(batch) or self._mixed(q, batch.plan) or self._images(batch)
         self._pool(batch)
         return q
 
@@ -69,3 +69,9 @@ class ChunkedBackend(AttentionBackend):
             return q
         # The batch has prefill work (`has_..._prefill`): this runs eagerly.
         return q[: split[-1].item()]
+
+    def _images(self, batch):
+        if batch.contains_image_inputs():
+            # New images come with a prompt: prefill work.
+            return batch.seq_lens.tolist()
+        return None
