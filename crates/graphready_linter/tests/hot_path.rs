@@ -240,6 +240,44 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "ChunkedBackend._images"
                 ],
             ),
+            // What runs before the batch's extend data is read runs in decode too; the read
+            // and what follows it, only for extend batches.
+            finding(
+                "engine/attention/chunked.py",
+                81,
+                "GR101",
+                "capture",
+                &[
+                    "Model.forward",
+                    "AttentionBackend.forward",
+                    "ChunkedBackend.forward_decode",
+                    "ChunkedBackend._lengths"
+                ],
+            ),
+            finding(
+                "engine/attention/chunked.py",
+                83,
+                "GR105",
+                "stall",
+                &[
+                    "Model.forward",
+                    "AttentionBackend.forward",
+                    "ChunkedBackend.forward_decode",
+                    "ChunkedBackend._lengths"
+                ],
+            ),
+            finding(
+                "engine/attention/chunked.py",
+                84,
+                "GR102",
+                "stall",
+                &[
+                    "Model.forward",
+                    "AttentionBackend.forward",
+                    "ChunkedBackend.forward_decode",
+                    "ChunkedBackend._lengths"
+                ],
+            ),
             finding(
                 "engine/attention/counting.py",
                 16,
@@ -333,11 +371,12 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["PaddedAttention.forward", "_unpad"],
             ),
+            // Extend data read unguarded (`None` in decode): extend work, outside the graph.
             finding(
                 "engine/attention/triton.py",
                 15,
                 "GR105",
-                "capture",
+                "stall",
                 &[
                     "Model.forward",
                     "AttentionBackend.forward",

@@ -20,9 +20,17 @@ impl<'a> Checker<'a> {
         let saved_next = self.next;
         let mut prefill = 0;
         let mut guarded = 0;
+        let mut extend_only = false;
         for (i, stmt) in body.iter().enumerate() {
             self.previous = i.checked_sub(1).map(|j| &body[j]);
             self.next = body.get(i + 1);
+            // A statement that reads the batch's extend data unguarded, and the rest of the
+            // block: extend work.
+            if !extend_only && crate::semantic::reads_extend_data(stmt) {
+                extend_only = true;
+                self.summary.enter_prefill(&body[i..]);
+                prefill += 1;
+            }
             self.visit_stmt(stmt);
             // What follows a `return`, `raise`, `continue` or `break` never runs.
             if body_always_exits(std::slice::from_ref(stmt)) {

@@ -26,6 +26,6 @@ pub use facts::{AttributeType, CallReturn, ProjectFacts, PropertyRead};
 pub(crate) use fields::field_declarations;
 pub use host_memory::is_legacy_host_type;
 pub use model::SemanticModel;
-pub use prefill::ModesRuledOut;
+pub use prefill::{reads_extend_data, ModesRuledOut};
 pub use syntax::{expr_host_named, is_cpu_device, is_cpu_move, keyword, keyword_true};
 pub use types::{is_sequence, Ty};

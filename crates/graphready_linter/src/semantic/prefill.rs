@@ -217,6 +217,75 @@ fn extend_field(name: &str) -> bool {
     })
 }
 
+/// Whether a statement reads into a batch's extend data unguarded (`total =
+/// int(forward_batch.extend_seq_lens.sum())`, `forward_batch.extend_start_loc[i]`): that data is
+/// `None` in decode, so the statement, and what follows it in its block, runs only for a batch
+/// that extends its requests. Only what the statement evaluates whatever the values are counts:
+/// not the branches of a conditional expression, nor the operands after the first of `and` and
+/// `or`.
+pub fn reads_extend_data(stmt: &ast::Stmt) -> bool {
+    use ast::Stmt;
+    let value = match stmt {
+        Stmt::Expr(expr) => Some(&*expr.value),
+        Stmt::Assign(assign) => Some(&*assign.value),
+        Stmt::AugAssign(assign) => Some(&*assign.value),
+        Stmt::AnnAssign(assign) => assign.value.as_deref(),
+        Stmt::Return(ret) => ret.value.as_deref(),
+        _ => None,
+    };
+    value.is_some_and(reads_into_extend_data)
+}
+
+fn reads_into_extend_data(expr: &Expr) -> bool {
+    match expr {
+        Expr::Attribute(attribute) => {
+            is_extend_data(&attribute.value) || reads_into_extend_data(&attribute.value)
+        }
+        Expr::Subscript(subscript) => {
+            is_extend_data(&subscript.value)
+                || reads_into_extend_data(&subscript.value)
+                || reads_into_extend_data(&subscript.slice)
+        }
+        Expr::Call(call) => {
+            reads_into_extend_data(&call.func)
+                || call.arguments.args.iter().any(reads_into_extend_data)
+                || call
+                    .arguments
+                    .keywords
+                    .iter()
+                    .any(|keyword| reads_into_extend_data(&keyword.value))
+        }
+        Expr::BinOp(op) => reads_into_extend_data(&op.left) || reads_into_extend_data(&op.right),
+        Expr::UnaryOp(op) => reads_into_extend_data(&op.operand),
+        Expr::Compare(compare) => {
+            reads_into_extend_data(&compare.left)
+                || compare.comparators.iter().any(reads_into_extend_data)
+        }
+        Expr::If(if_expr) => reads_into_extend_data(&if_expr.test),
+        Expr::BoolOp(op) => op.values.first().is_some_and(reads_into_extend_data),
+        Expr::Tuple(tuple) => tuple.elts.iter().any(reads_into_extend_data),
+        Expr::List(list) => list.elts.iter().any(reads_into_extend_data),
+        Expr::Starred(starred) => reads_into_extend_data(&starred.value),
+        Expr::Named(named) => reads_into_extend_data(&named.value),
+        Expr::Await(await_expr) => reads_into_extend_data(&await_expr.value),
+        _ => false,
+    }
+}
+
+/// A batch's extend data (`forward_batch.extend_seq_lens`); the attributes of `self` are the
+/// object's own.
+fn is_extend_data(expr: &Expr) -> bool {
+    let Expr::Attribute(attribute) = expr else {
+        return false;
+    };
+    let mut root = &*attribute.value;
+    while let Expr::Attribute(inner) = root {
+        root = &inner.value;
+    }
+    matches!(root, Expr::Name(name) if !matches!(name.id.as_str(), "self" | "cls"))
+        && extend_field(attribute.attr.as_str())
+}
+
 /// A `ForwardMode` test of extend modes alone: `is_extend_or_draft_extend_or_mixed`,
 /// `is_context_parallel_extend` (a draft model's extend, like a verify batch, comes only with
 /// speculative decoding).
@@ -292,7 +361,36 @@ fn media_named(name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{has_prefill_kind, media_inputs};
+    use super::{has_prefill_kind, media_inputs, reads_extend_data};
+
+    /// Whether the first statement of `source` reads into extend data unguarded.
+    fn reads(source: &str) -> bool {
+        let parsed = ruff_python_parser::parse_module(source).expect("a module");
+        reads_extend_data(&parsed.syntax().body[0])
+    }
+
+    #[test]
+    fn unguarded_reads_of_extend_data() {
+        for source in [
+            "total = int(forward_batch.extend_seq_lens.sum())",
+            "n = fb.extend_start_loc[i]",
+            "return batch.extend_prefix_lens_cpu[0] + 1",
+            "out = f(x, lens=forward_batch.extend_seq_lens.tolist())",
+        ] {
+            assert!(reads(source), "{source}");
+        }
+        for source in [
+            "lens = forward_batch.extend_seq_lens",
+            "f(forward_batch.extend_seq_lens)",
+            "n = fb.extend_seq_lens.sum() if fb.extend_seq_lens is not None else 0",
+            "n = fb.extend_seq_lens is not None and fb.extend_seq_lens.sum()",
+            "n = self.extend_seq_lens.sum()",
+            "n = fb.seq_lens.sum()",
+            "if fb.extend_seq_lens.sum() > 0:\n    pass",
+        ] {
+            assert!(!reads(source), "{source}");
+        }
+    }
 
     #[test]
     fn tests_that_the_batch_brings_media() {

@@ -34,7 +34,7 @@ class ChunkedBackend(AttentionBackend):
         # it only for batches that have some).
         self.plan_chunked_prefill(batch)
         self._shard(batch) or self._mixed(q, batch.plan) or self._images(batch)
-        self._pool(batch)
+        self._pool(batch) or self._lengths(batch)
         return q
 
     def _prefill(self, q, batch):
@@ -75,3 +75,10 @@ class ChunkedBackend(AttentionBackend):
             # New images come with a prompt: prefill work.
             return batch.seq_lens.tolist()
         return None
+
+    def _lengths(self, batch):
+        # Runs before the batch's extend data is read: in decode too.
+        width = batch.seq_lens.max().item()
+        # Reads extend data unguarded (`None` in decode): from here on, extend work.
+        total = int(batch.extend_seq_lens.sum())
+        return batch.seq_lens[:total].tolist(), width
