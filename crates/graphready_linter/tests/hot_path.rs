@@ -1085,6 +1085,9 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             // A flag named for capture, handed on by a wrapper that receives it: `False` per
             // step by its name.
             ("engine/switches.py", 93),
+            // `isinstance(indices, list) or ...` with no caller passing `indices`: `None` is
+            // neither.
+            ("engine/switches.py", 104),
             ("engine/tests/test_runner.py", 8),
             ("engine/tests/test_runner.py", 9),
             // A speech encoder invoked only in an eager block (`with gpu_sync_allowed():`).

@@ -212,6 +212,12 @@ pub fn name_tests<'e>(test: &'e Expr, negated: bool, out: &mut Vec<(&'e str, Par
                 name_tests(value, negated, out);
             }
         }
+        // `isinstance(p, list) or isinstance(p, torch.Tensor)`: `p` is not `None`.
+        test if !negated && not_none_named(test).is_some() => {
+            if let Some(name) = not_none_named(test) {
+                out.push((name, ParamTest::IsNotNone));
+            }
+        }
         Expr::Compare(compare) => {
             let ([op], [right], Expr::Name(name)) =
                 (&*compare.ops, &*compare.comparators, &*compare.left)
@@ -229,6 +235,40 @@ pub fn name_tests<'e>(test: &'e Expr, negated: bool, out: &mut Vec<(&'e str, Par
             out.push((name.id.as_str(), if negated { t.negate() } else { t }));
         }
         _ => {}
+    }
+}
+
+/// The name a test says is not `None` when it holds: `isinstance(p, cls)` (of a class other
+/// than `NoneType` or `object`), or an `or` of such tests of one name.
+fn not_none_named(test: &Expr) -> Option<&str> {
+    match test {
+        Expr::Call(call) => {
+            let Expr::Name(func) = &*call.func else {
+                return None;
+            };
+            let ([Expr::Name(name), class], []) =
+                (&*call.arguments.args, &*call.arguments.keywords)
+            else {
+                return None;
+            };
+            let admits_none = |class: &Expr| match class {
+                Expr::Name(n) => matches!(n.id.as_str(), "object" | "NoneType"),
+                Expr::Attribute(a) => a.attr.as_str() == "NoneType",
+                Expr::Call(_) => true,
+                _ => false,
+            };
+            let admits_none = match class {
+                Expr::Tuple(tuple) => tuple.elts.iter().any(admits_none),
+                class => admits_none(class),
+            };
+            (func.id.as_str() == "isinstance" && !admits_none).then_some(name.id.as_str())
+        }
+        Expr::BoolOp(bool_op) if matches!(bool_op.op, ast::BoolOp::Or) => {
+            let mut names = bool_op.values.iter().map(not_none_named);
+            let first = names.next()??;
+            names.all(|name| name == Some(first)).then_some(first)
+        }
+        _ => None,
     }
 }
 
@@ -276,6 +316,28 @@ mod tests {
         assert!(!runs("p == 0", "None"));
         assert!(runs("p > 0", "None"));
         assert!(runs("p < 'b'", "'a'"));
+    }
+
+    #[test]
+    fn instance_tests_rule_out_none() {
+        assert!(!runs("isinstance(p, list)", "None"));
+        assert!(!runs(
+            "isinstance(p, list) or isinstance(p, torch.Tensor)",
+            "None"
+        ));
+        assert!(runs("isinstance(p, (list, tuple))", "1"));
+        // Classes that admit `None`, and `not isinstance(...)`, say nothing.
+        for test in [
+            "isinstance(p, (list, type(None)))",
+            "isinstance(p, object)",
+            "not isinstance(p, list)",
+            "isinstance(p, list) or isinstance(q, list)",
+        ] {
+            let parsed = ruff_python_parser::parse_expression(test).expect("a test");
+            let mut tests = Vec::new();
+            name_tests(parsed.expr(), false, &mut tests);
+            assert!(tests.is_empty(), "{test}: {tests:?}");
+        }
     }
 
     #[test]

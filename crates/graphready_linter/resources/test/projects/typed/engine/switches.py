@@ -56,7 +56,7 @@ class KernelLayer(nn.Module):
     def forward(self, q: torch.Tensor) -> torch.Tensor:
         plan_blocks(q)
         plan_blocks(q, mode="auto")
-        q = run_kernel(q)
+        q = run_kernel(mask_rows(q, q > 0))
         q = run_wrapped(q)
         q = run_wrapped(q, 2.0, strict=True)
         return run_kernel(q, fast=True)
@@ -96,3 +96,11 @@ class Planner:
 def run_wrapped_positional(*args):
     # Positions only: nothing here reaches `run_wrapped`'s `**kwargs`.
     return run_wrapped(*args)
+
+
+def mask_rows(logits: torch.Tensor, mask: torch.Tensor, indices=None):
+    if isinstance(indices, list) or isinstance(indices, torch.Tensor):
+        # No caller passes `indices`: `None` is neither.
+        indices = torch.tensor(indices, device=logits.device)
+        return logits[indices] * mask[indices]
+    return logits * mask
