@@ -968,8 +968,9 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 ],
             ),
             // A fallback every captured call skips (`if metadata is None: metadata = ...`,
-            // the metadata passed in by the graph runner): it runs, and what it calls runs,
-            // for the callers that leave the argument out, outside the graph.
+            // the metadata the capture region's call passes, handed on by the captured
+            // function): it runs, and what it calls runs, for the callers that leave the
+            // argument out, outside the graph.
             finding(
                 "engine/vision_graph.py",
                 14,
@@ -991,7 +992,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // A `None` that turns a setting off is no fallback: what runs under it is captured.
             finding(
                 "engine/vision_graph.py",
-                39,
+                40,
                 "GR101",
                 "capture",
                 &["PatchTower.forward_graphed", "scale_patches"],

@@ -9,8 +9,10 @@
 //! entries instead, and the findings there are stalls with the chain that captures the
 //! function, as in prefill branches (see `prefill`).
 //!
-//! One refinement pass: the captured search runs again without those calls; what the second
-//! search no longer reaches does not reopen a fallback the first one closed.
+//! A caller handing on its own parameter gives it where its own captured calls do (a few callers
+//! deep); the calls made inside a capture region are captured calls. One refinement pass: the
+//! captured search runs again without the fallbacks' calls; what the second search no longer
+//! reaches does not reopen a fallback the first one closed.
 
 use super::args::{bound, param_of};
 use super::index::{NodeId, ProjectIndex};
@@ -22,16 +24,18 @@ use rustc_hash::{FxHashMap, FxHashSet};
 /// that test one against `None`.
 pub(super) type Given<'s> = FxHashMap<NodeId, Vec<&'s str>>;
 
-/// The captured functions' parameters that every captured call gives. Entry points are called
-/// from outside the project too: theirs stay open.
+/// The captured functions' parameters that every captured call gives. The calls made inside
+/// a capture region count as captured calls (the graph runner's `with torch.cuda.graph(...)`
+/// body); entry points of other kinds (`open`) are called from outside the project too: theirs
+/// stay open.
 pub(super) fn find<'s>(
     index: &ProjectIndex<'s>,
     captured: &FxHashMap<NodeId, Option<NodeId>>,
-    entries: &FxHashSet<NodeId>,
+    open: &FxHashSet<NodeId>,
 ) -> Given<'s> {
-    let candidates: FxHashMap<NodeId, Vec<&'s str>> = captured
+    let candidates: Vec<(NodeId, Vec<&'s str>)> = captured
         .keys()
-        .filter(|node| !entries.contains(node))
+        .filter(|node| !open.contains(node))
         .filter_map(|&node| {
             let params = fallback_params(index.function(node));
             (!params.is_empty()).then_some((node, params))
@@ -40,51 +44,123 @@ pub(super) fn find<'s>(
     if candidates.is_empty() {
         return Given::default();
     }
-    // What each captured call of a candidate gives: (callee, parameter) → given by all so far.
+    // The captured calls of every function: (caller, site), by callee.
     let callers: Vec<NodeId> = captured.keys().copied().collect();
-    let seen: Vec<((NodeId, &'s str), bool)> = callers
+    let mut calls: FxHashMap<NodeId, Vec<Call<'s>>> = FxHashMap::default();
+    let found: Vec<(NodeId, Call<'s>)> = callers
         .par_iter()
         .with_min_len(64)
         .flat_map_iter(|&caller| {
             let function = index.function(caller);
-            let mut out = Vec::new();
-            for (i, (site, targets)) in function
+            function
                 .calls
                 .iter()
                 .zip(index.resolved_sites(caller))
                 .enumerate()
-            {
-                if site.prefill || index.is_dead_site(caller, i) {
-                    continue;
-                }
-                for target in targets.iter() {
-                    let Some(params) = candidates.get(target) else {
-                        continue;
-                    };
-                    let callee = index.function(*target);
-                    for &param in params {
-                        out.push(((*target, param), gives(function, site, callee, param)));
-                    }
-                }
-            }
-            out
+                .filter(move |(i, (site, _))| !site.prefill && !index.is_dead_site(caller, *i))
+                .flat_map(move |(_, (site, targets))| {
+                    targets.iter().map(move |target| {
+                        (
+                            *target,
+                            Call {
+                                caller,
+                                site,
+                                captured: true,
+                            },
+                        )
+                    })
+                })
         })
         .collect();
-    let mut all: FxHashMap<(NodeId, &'s str), bool> = FxHashMap::default();
-    for (key, given) in seen {
-        *all.entry(key).or_insert(true) &= given;
+    for (callee, call) in found {
+        calls.entry(callee).or_default().push(call);
     }
-    let mut given = Given::default();
-    for ((node, param), always) in all {
-        if always {
-            given.entry(node).or_default().push(param);
+    for caller in index.nodes() {
+        for site in &index.function(caller).captured_calls {
+            for target in index.resolve(caller.module, &site.target) {
+                calls.entry(target).or_default().push(Call {
+                    caller,
+                    site,
+                    captured: false,
+                });
+            }
         }
     }
-    for params in given.values_mut() {
-        params.sort_unstable();
-        params.dedup();
+    let mut search = Search {
+        index,
+        calls: &calls,
+        open,
+        memo: FxHashMap::default(),
+    };
+    let mut given = Given::default();
+    for (node, params) in candidates {
+        for param in params {
+            if search.given(node, param, 0) {
+                given.entry(node).or_default().push(param);
+            }
+        }
     }
     given
+}
+
+/// A captured call: made by a captured function, or inside a capture region of `caller`.
+#[derive(Clone, Copy)]
+struct Call<'s> {
+    caller: NodeId,
+    site: &'s CallSite,
+    captured: bool,
+}
+
+/// How deep a parameter is followed through the callers that hand on their own.
+const MAX_DEPTH: u8 = 4;
+
+struct Search<'a, 's> {
+    index: &'a ProjectIndex<'s>,
+    calls: &'a FxHashMap<NodeId, Vec<Call<'s>>>,
+    open: &'a FxHashSet<NodeId>,
+    memo: FxHashMap<(NodeId, &'s str), bool>,
+}
+
+impl<'s> Search<'_, 's> {
+    /// Whether every captured call of `node` gives `param` an argument that is not `None`.
+    fn given(&mut self, node: NodeId, param: &'s str, depth: u8) -> bool {
+        if let Some(known) = self.memo.get(&(node, param)) {
+            return *known;
+        }
+        // Open while it is decided: a cycle of callers handing the parameter on gives nothing.
+        self.memo.insert((node, param), false);
+        let answer = !self.open.contains(&node) && self.all_give(node, param, depth);
+        self.memo.insert((node, param), answer);
+        answer
+    }
+
+    fn all_give(&mut self, node: NodeId, param: &'s str, depth: u8) -> bool {
+        let all: &FxHashMap<NodeId, Vec<Call<'s>>> = self.calls;
+        let Some(calls) = all.get(&node) else {
+            return false;
+        };
+        let callee = self.index.function(node);
+        calls.iter().all(|call| {
+            let caller = self.index.function(call.caller);
+            match gives(caller, call.site, callee, param) {
+                Gives::Yes => true,
+                Gives::No => false,
+                // The caller's own parameter, handed on: given where the caller's captured
+                // calls all give it.
+                Gives::Own(own) => {
+                    call.captured && depth < MAX_DEPTH && self.given(call.caller, own, depth + 1)
+                }
+            }
+        })
+    }
+}
+
+/// What a call gives a parameter.
+enum Gives<'s> {
+    Yes,
+    No,
+    /// The caller's own parameter, which defaults to `None`.
+    Own(&'s str),
 }
 
 /// The parameters defaulting to `None` whose every `None` branch computes a value in their
@@ -113,9 +189,15 @@ fn fallback_params(function: &FunctionSummary) -> Vec<&str> {
     params
 }
 
-/// Whether a call gives `param` an argument that is not `None`: not the literal, not a
-/// parameter of the caller's own that defaults to `None`. A splat may or may not hold it.
-fn gives(caller: &FunctionSummary, site: &CallSite, callee: &FunctionSummary, param: &str) -> bool {
+/// Whether a call gives `param` an argument that is not `None`: not the literal, nor (unless
+/// its own callers give it) a parameter of the caller's own that defaults to `None`. A splat
+/// may or may not hold it.
+fn gives<'s>(
+    caller: &'s FunctionSummary,
+    site: &'s CallSite,
+    callee: &FunctionSummary,
+    param: &str,
+) -> Gives<'s> {
     let bound = bound(&site.target);
     let Some(key) = site
         .tensor_args
@@ -123,22 +205,29 @@ fn gives(caller: &FunctionSummary, site: &CallSite, callee: &FunctionSummary, pa
         .chain(site.other_args.iter().map(|(key, _)| key))
         .find(|key| param_of(callee, bound, key).is_some_and(|p| p.name == param))
     else {
-        return false;
+        return Gives::No;
     };
     if site
         .const_args()
         .iter()
         .any(|(k, value)| k == key && *value == Const::None)
     {
-        return false;
+        return Gives::No;
     }
-    !site.param_args.iter().any(|(k, name)| {
-        k == key
-            && caller
-                .params
-                .iter()
-                .any(|p| *p.name == **name && p.default == Some(Const::None))
-    })
+    let own = site.param_args.iter().find_map(|(k, name)| {
+        (k == key)
+            .then(|| {
+                caller
+                    .params
+                    .iter()
+                    .find(|p| *p.name == **name && p.default == Some(Const::None))
+            })
+            .flatten()
+    });
+    match own {
+        Some(own) => Gives::Own(own.name.as_str()),
+        None => Gives::Yes,
+    }
 }
 
 /// The call sites (function, position among its calls) made where a given parameter is `None`:

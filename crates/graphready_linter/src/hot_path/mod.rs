@@ -284,6 +284,14 @@ impl<'s> HotPath<'s> {
             .map(|entry| entry.node)
             .collect();
         let constants = constants::find(&index, &entry_nodes);
+        // The calls a capture region makes are the project's own: what they pass is known.
+        let open_entries: FxHashSet<NodeId> = explicit
+            .iter()
+            .filter(|entry| entry.reason != EntryReason::CaptureSite)
+            .chain(&roots)
+            .chain(&steps)
+            .map(|entry| entry.node)
+            .collect();
         let _ = index
             .dead_sites
             .set(constants::dead_sites(&index, &constants));
@@ -312,7 +320,7 @@ impl<'s> HotPath<'s> {
                 };
                 capture(&mut captured, &mut eager_hits);
                 // Again without the fallbacks every captured call skips.
-                let given = given::find(&index, &captured, &entry_nodes);
+                let given = given::find(&index, &captured, &open_entries);
                 if !given.is_empty() {
                     let _ = index
                         .fallback_sites

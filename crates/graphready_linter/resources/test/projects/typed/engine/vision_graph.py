@@ -27,7 +27,8 @@ class PatchTower:
         # The eager path: no metadata.
         return self.encoder(x, grid)
 
-    def forward_graphed(self, x: torch.Tensor, metadata: dict):
+    def forward_graphed(self, x: torch.Tensor, metadata=None):
+        # Hands on its own `metadata`, which the capture region's call gives.
         out = self.encoder(x, None, metadata=metadata)
         return scale_patches(out, alpha=self.alpha)
 
