@@ -249,7 +249,35 @@ impl<'a> Checker<'a> {
         if branches {
             self.model.end_clauses();
         }
+        // `if not capturing: any_visual = mask.any() else: any_visual = False`: while capturing,
+        // `any_visual` is false, and `if any_visual:` never runs there.
+        if let Some(last) = if_stmt.elif_else_clauses.last() {
+            if last.test.is_none() && guards::outside_capture(&self.model, &if_stmt.test, false) {
+                for name in falsy_assignments(&last.body) {
+                    self.model.mark_false_while_capturing(name);
+                }
+            }
+        }
     }
+}
+
+/// The names a block assigns a false literal (`False`, `None`, `0`) at its top level.
+fn falsy_assignments(body: &[Stmt]) -> impl Iterator<Item = &str> {
+    body.iter().filter_map(|stmt| match stmt {
+        Stmt::Assign(assign) => match (&*assign.targets, &*assign.value) {
+            ([Expr::Name(name)], value)
+                if matches!(
+                    crate::summary::Const::of(value),
+                    Some(crate::summary::Const::False | crate::summary::Const::None)
+                        | Some(crate::summary::Const::Int(0))
+                ) =>
+            {
+                Some(name.id.as_str())
+            }
+            _ => None,
+        },
+        _ => None,
+    })
 }
 
 /// The name `test` finds missing: `x is None`.

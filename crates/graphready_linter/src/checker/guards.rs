@@ -104,6 +104,8 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
         test if !negated && model.is_off_flag(test) => true,
         // `if current_platform.is_xpu():`, `if _is_npu:`: code for a device without CUDA graphs.
         test if !negated && crate::util::is_other_platform(test) => true,
+        // `any_visual` set to `False` where the code captures: `if any_visual:` runs outside.
+        Expr::Name(name) if !negated && model.is_false_while_capturing(name.id.as_str()) => true,
         Expr::Attribute(attribute) if attribute.attr.id.as_str() == "is_cuda" => negated,
         Expr::Attribute(attribute)
             if attribute.attr.id.as_str() == "training"
@@ -130,6 +132,8 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
                         || NO_CUDA_GRAPH_DEVICES.contains(&s.value.to_str()))
         }
         // A capture flag is false only outside capture: `if not is_tracing(x):`, `if not flag:`.
+        // A name that is false while capturing (see `Checker::visit_if`).
+        Expr::Name(name) if !negated => model.is_false_while_capturing(name.id.as_str()),
         _ => negated && model.ty(test) == Ty::CaptureFlag,
     }
 }
@@ -153,6 +157,8 @@ pub fn outside_capture(model: &SemanticModel, test: &Expr, negated: bool) -> boo
                 values.iter().all(|v| outside_capture(model, v, negated))
             }
         }
+        // A name that is false while capturing (see `Checker::visit_if`).
+        Expr::Name(name) if !negated => model.is_false_while_capturing(name.id.as_str()),
         _ => negated && model.ty(test) == Ty::CaptureFlag,
     }
 }

@@ -17,6 +17,7 @@ mod masks;
 mod model;
 mod predicates;
 mod prefill;
+mod scope;
 mod syntax;
 pub(crate) mod tensor_api;
 mod types;

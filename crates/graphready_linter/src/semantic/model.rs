@@ -4,53 +4,12 @@
 
 use super::cache::NodeCache;
 use super::facts::ProjectFacts;
+pub(super) use super::scope::{Binding, Scope};
 use super::types::{Ty, TypeState};
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
 use std::rc::Rc;
-
-#[derive(Debug, Clone)]
-pub(super) enum Binding {
-    /// An imported module or member, by qualified name.
-    Import(String),
-    Value(Ty),
-}
-
-#[derive(Debug, Default)]
-pub(super) struct Scope<'a> {
-    pub(super) is_class: bool,
-    pub(super) bindings: FxHashMap<&'a str, Binding>,
-    /// Names bound here to a maybe-device boolean tensor (a mask), see
-    /// [`SemanticModel::is_bool_tensor`].
-    pub(super) bool_tensors: FxHashSet<&'a str>,
-    /// Names bound here to the host device (`device = seq_lens_cpu.device`, `dev = "cpu"`),
-    /// see [`SemanticModel::is_host_device`].
-    pub(super) host_devices: FxHashSet<&'a str>,
-    /// The parameters of the function this scope belongs to.
-    pub(super) parameters: FxHashSet<&'a str>,
-    /// Its variadic keyword parameter (`**kwargs`), while not bound again.
-    pub(super) kwargs: Option<&'a str>,
-    /// Names bound here to an environment flag off by default (`_validate =
-    /// envs.X.get()`), see [`SemanticModel::is_off_flag`].
-    pub(super) off_flags: FxHashSet<&'a str>,
-    /// Attribute paths known to hold host data: an assertion declared a host tensor (`assert
-    /// batch.lens.is_cpu`), or the receiver's class annotates the field (`num_scheduled_tokens:
-    /// np.ndarray`).
-    pub(super) host_attributes: rustc_hash::FxHashMap<String, Ty>,
-    /// Names bound here to an f-string (`key = f"{modality}_grid_thw"`): its literal text before
-    /// the first and after the last interpolation, see [`SemanticModel::reads_host_field`].
-    pub(super) key_patterns: FxHashMap<&'a str, (String, String)>,
-    /// Names bound here to a view of a parameter (`lens = qo_lens[:split]`), by the
-    /// parameter's name, see [`SemanticModel::parameter_viewed`].
-    pub(super) param_views: FxHashMap<&'a str, &'a str>,
-    /// Locals unpacked from a call's result whose type the module cannot see (`embeds, mask =
-    /// self.state.gather(batch)`): the call's offset and the local's position in the tuple.
-    pub(super) unpacked: FxHashMap<&'a str, (u32, u8)>,
-    /// Names bound here to an empty list literal and not appended to since, see
-    /// [`SemanticModel::learn_append`].
-    pub(super) empty_lists: FxHashSet<&'a str>,
-}
 
 /// What is known about a class defined in this module.
 #[derive(Debug, Default)]
@@ -180,16 +139,7 @@ impl<'a> SemanticModel<'a> {
         self.invalidate();
         if self.scopes.len() > 1 {
             if let Some(mut scope) = self.scopes.pop() {
-                scope.bindings.clear();
-                scope.bool_tensors.clear();
-                scope.host_devices.clear();
-                scope.parameters.clear();
-                scope.off_flags.clear();
-                scope.host_attributes.clear();
-                scope.key_patterns.clear();
-                scope.param_views.clear();
-                scope.unpacked.clear();
-                scope.empty_lists.clear();
+                scope.clear();
                 self.spare_scopes.push(scope);
             }
         }
@@ -255,6 +205,9 @@ impl<'a> SemanticModel<'a> {
         }
         if !scope.off_flags.is_empty() {
             scope.off_flags.remove(name);
+        }
+        if !scope.capture_false.is_empty() {
+            scope.capture_false.remove(name);
         }
         if !scope.param_views.is_empty() {
             scope.param_views.remove(name);

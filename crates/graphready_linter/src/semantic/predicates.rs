@@ -7,6 +7,10 @@
 //! compile predicate (`torch.compiler.is_compiling()`), or of a function whose every return is a
 //! flag (learned in this module, callees first, or known from other modules); `a or b` with a
 //! flag among them; `a and b` of flags; `flag | x`; `bool(flag)`; and a name bound to a flag.
+//!
+//! The other way round, a name can be false while capturing: `if not capturing: any_visual =
+//! mask.any() else: any_visual = False` (the checker marks it; see
+//! [`SemanticModel::mark_false_while_capturing`]).
 
 use super::model::SemanticModel;
 use super::types::Ty;
@@ -104,6 +108,22 @@ impl<'a> SemanticModel<'a> {
         } else {
             Ty::Unknown
         }
+    }
+}
+
+impl<'a> SemanticModel<'a> {
+    /// Marks a name as false while capturing (a clause that runs while capturing sets it to a
+    /// false literal, the other runs only outside capture), until it is bound again.
+    pub fn mark_false_while_capturing(&mut self, name: &'a str) {
+        self.invalidate();
+        self.current().capture_false.insert(name);
+    }
+
+    /// Whether a name in the current scope is false while capturing.
+    pub fn is_false_while_capturing(&self, name: &str) -> bool {
+        self.scopes.last().is_some_and(|scope| {
+            !scope.capture_false.is_empty() && scope.capture_false.contains(name)
+        })
     }
 }
 
