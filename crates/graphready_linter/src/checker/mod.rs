@@ -88,6 +88,7 @@ impl<'a> Checker<'a> {
     ) -> Self {
         let mut model = SemanticModel::new(module, is_package, returns);
         model.set_capture_predicates(&settings.capture_predicates);
+        model.set_source(source);
         Checker {
             settings,
             rules,

@@ -5,6 +5,7 @@ use super::model::{Binding, SemanticModel};
 use super::syntax::host_named;
 use super::types::Ty;
 use ruff_python_ast::{self as ast, Expr, Parameters};
+use ruff_text_size::Ranged;
 
 impl<'a> SemanticModel<'a> {
     /// The type of a parameter's annotation.
@@ -133,8 +134,17 @@ impl<'a> SemanticModel<'a> {
                 .annotation()
                 .map_or(Ty::Unknown, |annotation| self.annotation_ty(annotation))
             {
-                // `seq_lens_cpu: torch.Tensor` is a host mirror.
-                Ty::Tensor if host_named(name) => Ty::CpuTensor,
+                // `seq_lens_cpu: torch.Tensor` is a host mirror; so is `lens: torch.Tensor,  #
+                // CPU tensor`.
+                Ty::Tensor
+                    if host_named(name)
+                        || parameter
+                            .parameter
+                            .annotation()
+                            .is_some_and(|annotation| self.commented_host(annotation.end())) =>
+                {
+                    Ty::CpuTensor
+                }
                 ty => ty,
             };
             self.bind(name, ty);
@@ -229,4 +239,42 @@ fn is_legacy_tensor_class(qualified: &str) -> bool {
                 | "BoolTensor"
         )
     )
+}
+
+impl SemanticModel<'_> {
+    /// Whether the comment that ends the line of a declaration, after `end` (an annotation's
+    /// end), says the value lives on the host: `prompt_lens: torch.Tensor  # CPU tensor`,
+    /// `lens: torch.Tensor,  # on CPU`. Only a comma, a closing parenthesis, a default or the
+    /// `def` line's colon may stand between: a comment after another declaration on the line
+    /// is that one's.
+    pub fn commented_host(&self, end: ruff_text_size::TextSize) -> bool {
+        let Some(rest) = self.source.get(end.to_usize()..) else {
+            return false;
+        };
+        let line = rest.split(['\n', '\r']).next().unwrap_or("");
+        let Some((between, comment)) = line.split_once('#') else {
+            return false;
+        };
+        // The colon that ends a `def` line is no other declaration's.
+        let between = between.trim_end().trim_end_matches(':');
+        if between.contains(':') {
+            return false;
+        }
+        let words: Vec<String> = comment
+            .split_whitespace()
+            .take(3)
+            .map(|word| {
+                word.trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_ascii_lowercase()
+            })
+            .collect();
+        match words.as_slice() {
+            [first, ..] if first == "cpu" || first == "host" => true,
+            [on, place, ..] if on == "on" || on == "in" => place == "cpu" || place == "host",
+            [on, the, place] if (on == "on" || on == "in") && the == "the" => {
+                place == "cpu" || place == "host"
+            }
+            _ => false,
+        }
+    }
 }

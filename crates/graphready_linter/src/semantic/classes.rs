@@ -4,6 +4,7 @@
 use super::model::{ClassInfo, SemanticModel};
 use super::types::Ty;
 use ruff_python_ast::{self as ast, Expr, Stmt};
+use ruff_text_size::Ranged;
 
 impl<'a> SemanticModel<'a> {
     /// Scans a class's methods for `self.x = ...` and `register_buffer` to type its attributes.
@@ -39,7 +40,13 @@ impl<'a> SemanticModel<'a> {
             match stmt {
                 Stmt::AnnAssign(assign) => {
                     if let Expr::Name(name) = &*assign.target {
-                        let ty = self.annotation_ty(&assign.annotation);
+                        let ty = match self.annotation_ty(&assign.annotation) {
+                            // `prompt_lens: torch.Tensor  # CPU tensor`.
+                            Ty::Tensor if self.commented_host(assign.annotation.end()) => {
+                                Ty::CpuTensor
+                            }
+                            ty => ty,
+                        };
                         merge(&mut info.attributes, name.id.as_str(), ty);
                         if assign.value.as_deref().is_some_and(is_state_field) {
                             info.state_fields.push(name.id.as_str());

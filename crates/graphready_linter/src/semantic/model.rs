@@ -82,6 +82,8 @@ pub struct SemanticModel<'a> {
     method_context: Vec<(Option<&'a str>, Option<&'a str>)>,
     /// What the type inference knows and remembers.
     pub(super) types: TypeState<'a>,
+    /// The module's source (see [`SemanticModel::set_source`]).
+    pub(super) source: &'a str,
 }
 
 impl<'a> SemanticModel<'a> {
@@ -112,7 +114,13 @@ impl<'a> SemanticModel<'a> {
             classes: FxHashMap::default(),
             method_context: Vec::new(),
             types: TypeState::new(returns),
+            source: "",
         }
+    }
+
+    /// The module's source, for the comments that annotate its declarations.
+    pub fn set_source(&mut self, source: &'a str) {
+        self.source = source;
     }
 
     /// Forgets memoised answers: a binding changed.

@@ -5,6 +5,7 @@ use crate::semantic::{SemanticModel, Ty};
 use crate::summary::{ClassSummary, Ref, TypePath};
 use crate::util::last_segment;
 use ruff_python_ast::{self as ast, Expr, Stmt};
+use ruff_text_size::Ranged;
 use std::borrow::Cow;
 
 impl<'a> SummaryBuilder<'a> {
@@ -443,19 +444,25 @@ fn collect_field_assignments<'a>(
     }
 }
 
-/// The fields a class body annotates as host data (NumPy arrays, numbers, lists of numbers),
-/// and the attributes its methods bind to host tensors or arrays.
+/// The fields a class body annotates as host data (NumPy arrays, numbers, lists of numbers,
+/// tensors whose comment says they live on the host), and the attributes its methods bind to
+/// host tensors or arrays.
 fn host_fields(model: &SemanticModel, class: &ast::StmtClassDef) -> Vec<(String, Ty)> {
     let mut fields: Vec<(String, Ty)> = class
         .body
         .iter()
         .filter_map(|stmt| match stmt {
             Stmt::AnnAssign(assign) => match &*assign.target {
-                Expr::Name(name) => {
-                    let ty = model.annotation_ty(&assign.annotation);
-                    matches!(ty, Ty::Array | Ty::HostList | Ty::HostLists)
-                        .then(|| (name.id.to_string(), ty))
-                }
+                Expr::Name(name) => match model.annotation_ty(&assign.annotation) {
+                    ty @ (Ty::Array | Ty::HostList | Ty::HostLists) => {
+                        Some((name.id.to_string(), ty))
+                    }
+                    // `prompt_lens: torch.Tensor  # CPU tensor`.
+                    Ty::Tensor if model.commented_host(assign.annotation.end()) => {
+                        Some((name.id.to_string(), Ty::CpuTensor))
+                    }
+                    _ => None,
+                },
                 _ => None,
             },
             _ => None,
