@@ -82,6 +82,12 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
             operand,
             ..
         }) => safe_when(model, settings, operand, !negated),
+        // `not (_is_cuda or _is_hip)`: true on no GPU whose graphs the engine captures.
+        Expr::BoolOp(ast::ExprBoolOp {
+            op: ast::BoolOp::Or,
+            values,
+            ..
+        }) if negated && graph_gpus(values) => true,
         Expr::BoolOp(ast::ExprBoolOp { op, values, .. }) => {
             // `a and b` true: both hold, so either being safe is enough. `not (a and b)`: one of
             // them is false, so each negation must be safe. `or` is the mirror image.
@@ -104,6 +110,8 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
         test if !negated && model.is_off_flag(test) => true,
         // `if current_platform.is_xpu():`, `if _is_npu:`: code for a device without CUDA graphs.
         test if !negated && crate::util::is_other_platform(test) => true,
+        // `if not current_platform.is_cuda_alike():` likewise.
+        test if negated && graph_gpus(std::slice::from_ref(test)) => true,
         // `any_visual` set to `False` where the code captures: `if any_visual:` runs outside.
         Expr::Name(name) if !negated && model.is_false_while_capturing(name.id.as_str()) => true,
         Expr::Attribute(attribute) if attribute.attr.id.as_str() == "is_cuda" => negated,
@@ -263,6 +271,31 @@ pub fn is_device_kernel(model: &SemanticModel, function: &ast::StmtFunctionDef) 
                 .any(|prefix| qualified.starts_with(prefix))
         })
     })
+}
+
+/// Whether platform tests cover both kinds of GPU whose graphs engines capture, NVIDIA's
+/// (`is_cuda`) and AMD's (`is_hip`, `is_rocm`), or one test names both (`is_cuda_alike()`):
+/// when all of them are false, the code runs on another device.
+fn graph_gpus(tests: &[Expr]) -> bool {
+    let (mut cuda, mut rocm) = (false, false);
+    for test in tests {
+        let callee = match test {
+            Expr::Call(call) if call.arguments.is_empty() => &*call.func,
+            other => other,
+        };
+        let name = match callee {
+            Expr::Name(name) => name.id.as_str(),
+            Expr::Attribute(attribute) => attribute.attr.as_str(),
+            _ => continue,
+        };
+        match name.trim_start_matches('_').strip_prefix("is_") {
+            Some("cuda") => cuda = true,
+            Some("hip" | "rocm") => rocm = true,
+            Some("cuda_alike" | "cuda_or_hip") => (cuda, rocm) = (true, true),
+            _ => {}
+        }
+    }
+    cuda && rocm
 }
 
 /// Whether a test holds only on a device without CUDA graphs: a platform test
