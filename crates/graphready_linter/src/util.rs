@@ -91,10 +91,9 @@ pub(crate) fn camel_words(name: &str) -> Vec<&str> {
     words
 }
 
-/// A platform test for a device other than a CUDA (or ROCm) GPU: `current_platform.is_xpu()`,
-/// `is_npu()`, a module flag `_is_cpu`, `platform.is_tpu`. Code under it never runs where CUDA
-/// graphs are captured (a CPU tensor's `x.is_cpu` says the same of the data).
-pub(crate) fn is_other_platform(test: &Expr) -> bool {
+/// The device a platform test names: `xpu` for `current_platform.is_xpu()`, `_is_xpu` or
+/// `platform.is_xpu`, `cuda_alike` for `is_cuda_alike()`.
+pub(crate) fn platform_tested(test: &Expr) -> Option<&str> {
     let callee = match test {
         Expr::Call(call) if call.arguments.is_empty() => &*call.func,
         other => other,
@@ -102,13 +101,18 @@ pub(crate) fn is_other_platform(test: &Expr) -> bool {
     let name = match callee {
         Expr::Name(name) => name.id.as_str(),
         Expr::Attribute(attribute) => attribute.attr.as_str(),
-        _ => return false,
+        _ => return None,
     };
-    name.trim_start_matches('_')
-        .strip_prefix("is_")
-        .is_some_and(|device| {
-            matches!(device, "cpu" | "neuron") || NO_CUDA_GRAPH_DEVICES.contains(&device)
-        })
+    name.trim_start_matches('_').strip_prefix("is_")
+}
+
+/// A platform test for a device other than a CUDA (or ROCm) GPU: `current_platform.is_xpu()`,
+/// `is_npu()`, a module flag `_is_cpu`, `platform.is_tpu`. Code under it never runs where CUDA
+/// graphs are captured (a CPU tensor's `x.is_cpu` says the same of the data).
+pub(crate) fn is_other_platform(test: &Expr) -> bool {
+    platform_tested(test).is_some_and(|device| {
+        matches!(device, "cpu" | "neuron") || NO_CUDA_GRAPH_DEVICES.contains(&device)
+    })
 }
 
 /// A debug switch: a name or attribute that says `debug` or `diagnostic` (`DEBUG`,

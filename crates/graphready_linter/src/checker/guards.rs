@@ -279,16 +279,7 @@ pub fn is_device_kernel(model: &SemanticModel, function: &ast::StmtFunctionDef) 
 fn graph_gpus(tests: &[Expr]) -> bool {
     let (mut cuda, mut rocm) = (false, false);
     for test in tests {
-        let callee = match test {
-            Expr::Call(call) if call.arguments.is_empty() => &*call.func,
-            other => other,
-        };
-        let name = match callee {
-            Expr::Name(name) => name.id.as_str(),
-            Expr::Attribute(attribute) => attribute.attr.as_str(),
-            _ => continue,
-        };
-        match name.trim_start_matches('_').strip_prefix("is_") {
+        match crate::util::platform_tested(test) {
             Some("cuda") => cuda = true,
             Some("hip" | "rocm") => rocm = true,
             Some("cuda_alike" | "cuda_or_hip") => (cuda, rocm) = (true, true),
