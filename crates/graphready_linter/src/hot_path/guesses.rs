@@ -38,7 +38,7 @@ impl ProjectIndex<'_> {
     }
 
     /// The functions a function's calls run for certain: [`ProjectIndex::callees`] less those
-    /// only a guess by name reaches, and less those only its prefill branches call.
+    /// only a guess by name reaches, and less those only its prefill branches and skipped fallbacks call.
     pub fn exact_callees(&self, node: NodeId) -> Vec<NodeId> {
         let callees = self.callees(node);
         let calls = &self.function(node).calls;
@@ -56,15 +56,16 @@ impl ProjectIndex<'_> {
             };
             set.extend(targets.iter().copied());
         }
-        // Prefill branches run outside a decode graph (see `prefill`).
-        let prefill = self.prefill_only_callees(node);
-        if guessed.is_empty() && prefill.is_empty() {
+        // Prefill branches, and fallbacks every captured call skips, run outside a decode graph
+        // (see `prefill` and `given`).
+        let eager = self.eager_only_callees(node);
+        if guessed.is_empty() && eager.is_empty() {
             return callees;
         }
         callees
             .into_iter()
             .filter(|callee| !guessed.contains(callee) || exact.contains(callee))
-            .filter(|callee| prefill.binary_search(callee).is_err())
+            .filter(|callee| eager.binary_search(callee).is_err())
             .collect()
     }
 }

@@ -20,7 +20,7 @@ impl ProjectIndex<'_> {
 
     /// The functions a function calls only where it handles prefill work, or in a fallback
     /// every captured call skips (calls the constant parameters rule out aside).
-    pub(super) fn prefill_only_callees(&self, node: NodeId) -> Vec<NodeId> {
+    pub(super) fn eager_only_callees(&self, node: NodeId) -> Vec<NodeId> {
         let calls = &self.function(node).calls;
         if !calls
             .iter()
@@ -83,7 +83,7 @@ pub(super) fn entries(
         .into_iter()
         .flat_map(|caller| {
             index
-                .prefill_only_callees(caller)
+                .eager_only_callees(caller)
                 .into_iter()
                 .filter(|callee| !captured.contains_key(callee))
                 .map(move |callee| Entry {
