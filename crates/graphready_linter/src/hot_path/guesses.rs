@@ -38,7 +38,8 @@ impl ProjectIndex<'_> {
     }
 
     /// The functions a function's calls run for certain: [`ProjectIndex::callees`] less those
-    /// only a guess by name reaches, and less those only its prefill branches and skipped fallbacks call.
+    /// only a guess by name reaches, and less those only its prefill branches and skipped
+    /// fallbacks call.
     pub fn exact_callees(&self, node: NodeId) -> Vec<NodeId> {
         let callees = self.callees(node);
         let calls = &self.function(node).calls;
