@@ -54,6 +54,10 @@ const SET_UP_WORDS: &[&str] = &[
     "bench",
     "test",
     "tests",
+    // Offline tooling: calibrating a quantisation, exporting a model (`torch.export`, ONNX).
+    "calibrate",
+    "calibration",
+    "export",
 ];
 
 /// Whether a function's name says it is set-up or a measurement: `__init__`, `load_weights`,
@@ -126,8 +130,9 @@ fn is_one_of(word: &str, list: &[&str]) -> bool {
 /// Whether a module is a measuring harness or an example rather than the engine: in a package
 /// `tests`, `benchmarks`, `examples` (or similar), or named `test_*`, `*_test`, `bench*`; or
 /// start-up tuning, which times candidates in a loop before serving: a package `warmup`, or a
-/// module whose name has a word `warmup`, `autotune`, `autotuner` or `tuning`. Judged on the
-/// dotted module name, so that the folders above the project do not count.
+/// module whose name has a word `warmup`, `autotune`, `autotuner` or `tuning`; or offline
+/// conversion, which runs the model once to trace it: a package `export` or `exporters`. Judged
+/// on the dotted module name, so that the folders above the project do not count.
 pub(super) fn is_harness_module(module: &str) -> bool {
     module.split('.').enumerate().any(|(i, part)| {
         let last = i == module.split('.').count() - 1;
@@ -141,6 +146,8 @@ pub(super) fn is_harness_module(module: &str) -> bool {
                 | "bench"
                 | "examples"
                 | "warmup"
+                | "export"
+                | "exporters"
         ) || (last
             && (part.starts_with("test_")
                 || part.ends_with("_test")
@@ -532,6 +539,8 @@ mod tests {
             "Scheduler.on_idle",
             "ViTCudaGraphRunner._create_graph",
             "Runner.build_graphs",
+            "CalibrationContext.calibrate",
+            "HfExporter.export_for_generation",
         ] {
             assert!(is_set_up(name), "{name}");
         }
@@ -587,6 +596,7 @@ mod tests {
             "vllm.model_executor.warmup.kernel_warmup",
             "sglang.multimodal_gen.runtime.layers.attention.autotune",
             "pkg.moe_tuning",
+            "transformers.exporters.utils",
         ] {
             assert!(is_harness_module(module), "{module}");
         }
@@ -595,6 +605,7 @@ mod tests {
             "sglang.srt.latest",
             "attest",
             "pkg.fine_tuned_head",
+            "pkg.exporting",
         ] {
             assert!(!is_harness_module(module), "{module}");
         }
