@@ -1093,6 +1093,13 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/tests/test_runner.py", 9),
             // A speech encoder invoked only in an eager block (`with gpu_sync_allowed():`).
             ("engine/tower.py", 30),
+            // Training and offline tooling: a loss module, a model made for pretraining, a
+            // trainer's evaluation loop and a quantisation's calibration all run the model, but
+            // never in an inference step.
+            ("engine/training.py", 9),
+            ("engine/training.py", 22),
+            ("engine/training.py", 33),
+            ("engine/training.py", 39),
             // An abstract base's method every subclass a CUDA engine can build overrides.
             ("engine/wrappers.py", 13),
             // Nothing in engine/unfinished.py: what follows an unconditional `raise` never runs.

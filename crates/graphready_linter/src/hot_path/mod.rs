@@ -179,6 +179,9 @@ impl<'s> HotPath<'s> {
                     } else if settings.module_forwards
                         && index.is_module_class(module, &class.name)
                         && forward.module == module
+                        // A model made for training (`BertForPreTraining`, a `*Loss`) is
+                        // never what an inference step runs.
+                        && !steps::is_training_name(&class.name)
                     {
                         defaults.push(Entry {
                             node: forward,

@@ -65,7 +65,48 @@ const SET_UP_WORDS: &[&str] = &[
 /// `_tune_workload`, a graph runner's `_create_graph`.
 pub(super) fn is_set_up(qualname: &str) -> bool {
     // A function nested in set-up is set-up too (`_dummy_run.run_once`).
-    qualname.split('.').any(is_set_up_name)
+    qualname
+        .split('.')
+        .any(|name| is_set_up_name(name) || is_training_name(name))
+}
+
+/// Whether a name says it trains rather than serves: training never runs in an inference
+/// step. A word `train`, `training`, `trainer` or `pretraining`, in `snake_case` or
+/// `CamelCase` (`Trainer.evaluation_loop`, `BertForPreTraining.forward`, `training_step`), or
+/// a class named for a training loss (`SpectrogramLoss`, `ImageLoss`).
+pub(super) fn is_training_name(name: &str) -> bool {
+    let mut last = "";
+    let training = any_camel_word(name, |word| {
+        last = word;
+        is_one_of(
+            word,
+            &["train", "training", "trainer", "trainers", "pretraining"],
+        )
+    });
+    let is_class = name.starts_with(|c: char| c.is_ascii_uppercase());
+    training || (is_class && last == "Loss")
+}
+
+/// Whether `found` holds for a word of a `snake_case` or `CamelCase` name (`ForPreTraining`:
+/// `For`, `Pre`, `Training`; `HTTPServer`: `HTTPServer`), tried in order until it does.
+/// Without allocating: this runs for every function a search reaches.
+fn any_camel_word<'n>(name: &'n str, mut found: impl FnMut(&'n str) -> bool) -> bool {
+    for word in name.split('_').filter(|w| !w.is_empty()) {
+        let bytes = word.as_bytes();
+        let mut start = 0;
+        for i in 1..bytes.len() {
+            if bytes[i].is_ascii_uppercase() && bytes[i - 1].is_ascii_lowercase() {
+                if found(&word[start..i]) {
+                    return true;
+                }
+                start = i;
+            }
+        }
+        if found(&word[start..]) {
+            return true;
+        }
+    }
+    false
 }
 
 fn is_set_up_name(name: &str) -> bool {
@@ -541,6 +582,10 @@ mod tests {
             "Runner.build_graphs",
             "CalibrationContext.calibrate",
             "HfExporter.export_for_generation",
+            "Trainer.evaluation_loop",
+            "FlavaForPreTraining.forward",
+            "Model.training_step",
+            "SpeechT5SpectrogramLoss.forward",
         ] {
             assert!(is_set_up(name), "{name}");
         }
@@ -557,6 +602,10 @@ mod tests {
             "uploaded",
             "graph_create_stats",
             "Runner.replay_graph",
+            "LossScaler.update",
+            "compute_input_ce_loss",
+            "Strainer.apply",
+            "TrainedHead.forward",
         ] {
             assert!(!is_set_up(name), "{name}");
         }
