@@ -1100,6 +1100,11 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/training.py", 22),
             ("engine/training.py", 33),
             ("engine/training.py", 39),
+            // An inference pipeline's stages run once per input: `preprocess`, the model run
+            // in `_forward` with what it does around it, `postprocess`.
+            ("engine/training.py", 50),
+            ("engine/training.py", 54),
+            ("engine/training.py", 58),
             // An abstract base's method every subclass a CUDA engine can build overrides.
             ("engine/wrappers.py", 13),
             // Nothing in engine/unfinished.py: what follows an unconditional `raise` never runs.

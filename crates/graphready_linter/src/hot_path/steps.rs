@@ -223,6 +223,27 @@ impl ProjectIndex<'_> {
         is_set_up(&self.function(node).qualname)
             || self.is_harness(node.module)
             || self.is_memoized(node)
+            || self.is_pipeline_stage(node)
+    }
+
+    /// `preprocess`, `_forward` or `postprocess` of a class that has (or inherits) all three:
+    /// an inference pipeline's stages (the protocol of transformers' `Pipeline`), which run once
+    /// per input: before the model, the model run (with what `_forward` does around it), after
+    /// it. A generation loop that `_forward` hands on to (`generate`) is a step driver of its
+    /// own; the model's `forward` stays captured.
+    fn is_pipeline_stage(&self, node: NodeId) -> bool {
+        let function = self.function(node);
+        let Some(name) = function.qualname.rsplit_once('.').map(|(_, name)| name) else {
+            return false;
+        };
+        if !matches!(name, "preprocess" | "_forward" | "postprocess") {
+            return false;
+        }
+        self.method_class(node).is_some_and(|class| {
+            ["preprocess", "_forward", "postprocess"]
+                .iter()
+                .all(|stage| self.method_in_class(class, stage).is_some())
+        })
     }
 
     /// Whether a call from `caller` enters code that runs once ([`Self::runs_once`]), but for

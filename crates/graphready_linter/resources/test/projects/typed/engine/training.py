@@ -1,4 +1,4 @@
-"""Training and offline tooling: none of it runs in an inference step."""
+"""Training, offline tooling and per-input pipelines: none of it runs in an inference step."""
 
 import torch
 from torch import nn
@@ -37,3 +37,25 @@ def calibrate(model, batches):
     for batch in batches:
         out = model(batch)
         print(out.abs().max().item())
+
+
+class DetectionPipeline:
+    """An inference pipeline: `preprocess`, `_forward` running the model, `postprocess`, once
+    per input."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def preprocess(self, image: torch.Tensor):
+        return {"pixels": image[image.sum(dim=-1) > 0]}
+
+    def _forward(self, inputs):
+        outputs = self.model(**inputs)
+        keep = outputs[outputs.amax(-1) > 0.5]
+        return keep
+
+    def postprocess(self, outputs: torch.Tensor):
+        return outputs.argmax(-1).tolist()
+
+    def run_single(self, image):
+        return self.postprocess(self._forward(self.preprocess(image)))
