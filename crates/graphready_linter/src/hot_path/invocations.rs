@@ -15,8 +15,17 @@ impl<'s> ProjectIndex<'s> {
     /// (`self.mlp(x)` and `layer.forward(x)` are calls of `forward`).
     /// Also `self.encoder.adaptor(x)` and `self.vit(x)`, a call of an attribute that holds a
     /// module, which runs the module's `forward`.
-    pub fn called_through(&self, method: &str) -> FxHashSet<NodeId> {
+    /// Only the calls made by the functions `callers` admits count.
+    pub fn called_through(
+        &self,
+        method: &str,
+        callers: impl Fn(&FunctionSummary) -> bool + Sync,
+    ) -> FxHashSet<NodeId> {
+        let callers = &callers;
         let mut called = self.resolve_all(|function| {
+            if !callers(function) {
+                return Box::new(std::iter::empty());
+            }
             Box::new(
                 function
                     .calls
@@ -41,6 +50,9 @@ impl<'s> ProjectIndex<'s> {
         let holding = &holding;
         let held: FxHashSet<NodeId> = self
             .resolve_all(|function| {
+                if !callers(function) {
+                    return Box::new(std::iter::empty());
+                }
                 Box::new(
                     function
                         .calls

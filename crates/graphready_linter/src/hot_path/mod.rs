@@ -179,9 +179,11 @@ impl<'s> HotPath<'s> {
                     } else if settings.module_forwards
                         && index.is_module_class(module, &class.name)
                         && forward.module == module
-                        // A model made for training (`BertForPreTraining`, a `*Loss`) is
-                        // never what an inference step runs.
+                        // A model made for training (`BertForPreTraining`, a `*Loss`, a
+                        // module of a `losses` package) or a harness's is never what an
+                        // inference step runs.
                         && !steps::is_training_name(&class.name)
+                        && !index.is_harness(module)
                     {
                         defaults.push(Entry {
                             node: forward,
@@ -263,7 +265,14 @@ impl<'s> HotPath<'s> {
         platform_only.sort_unstable();
         // Module forwards that no other function calls go first, so that a chain starts at the
         // outermost model rather than at the layer that holds the finding.
-        let called = index.called_through("forward");
+        // Calls made by training code (a loss running its matcher) are not inference's: a
+        // module only training code runs is no entry at all.
+        let training = |function: &crate::summary::FunctionSummary| {
+            steps::is_training_qualname(&function.qualname)
+        };
+        let called = index.called_through("forward", |function| !training(function));
+        let trained = index.called_through("forward", training);
+        defaults.retain(|entry| called.contains(&entry.node) || !trained.contains(&entry.node));
         // Invoked only where the author declared the code eager (`with gpu_sync_allowed():`):
         // called, so no outermost model, and no entry of the host path either.
         let guarded = index.invoked_guarded();

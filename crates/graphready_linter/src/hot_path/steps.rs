@@ -65,9 +65,13 @@ const SET_UP_WORDS: &[&str] = &[
 /// `_tune_workload`, a graph runner's `_create_graph`.
 pub(super) fn is_set_up(qualname: &str) -> bool {
     // A function nested in set-up is set-up too (`_dummy_run.run_once`).
-    qualname
-        .split('.')
-        .any(|name| is_set_up_name(name) || is_training_name(name))
+    qualname.split('.').any(is_set_up_name) || is_training_qualname(qualname)
+}
+
+/// Whether a function or a class it is nested in is named for training (see
+/// [`is_training_name`]).
+pub(super) fn is_training_qualname(qualname: &str) -> bool {
+    qualname.split('.').any(is_training_name)
 }
 
 /// Whether a name says it trains rather than serves: training never runs in an inference
@@ -172,8 +176,9 @@ fn is_one_of(word: &str, list: &[&str]) -> bool {
 /// `tests`, `benchmarks`, `examples` (or similar), or named `test_*`, `*_test`, `bench*`; or
 /// start-up tuning, which times candidates in a loop before serving: a package `warmup`, or a
 /// module whose name has a word `warmup`, `autotune`, `autotuner` or `tuning`; or offline
-/// conversion, which runs the model once to trace it: a package `export` or `exporters`. Judged
-/// on the dotted module name, so that the folders above the project do not count.
+/// conversion, which runs the model once to trace it: a package `export` or `exporters`; or
+/// training: a package `loss` or `losses`. Judged on the dotted module name, so that the
+/// folders above the project do not count.
 pub(super) fn is_harness_module(module: &str) -> bool {
     module.split('.').enumerate().any(|(i, part)| {
         let last = i == module.split('.').count() - 1;
@@ -189,6 +194,8 @@ pub(super) fn is_harness_module(module: &str) -> bool {
                 | "warmup"
                 | "export"
                 | "exporters"
+                | "loss"
+                | "losses"
         ) || (last
             && (part.starts_with("test_")
                 || part.ends_with("_test")
@@ -667,6 +674,7 @@ mod tests {
             "sglang.multimodal_gen.runtime.layers.attention.autotune",
             "pkg.moe_tuning",
             "transformers.exporters.utils",
+            "transformers.loss.loss_rt_detr",
         ] {
             assert!(is_harness_module(module), "{module}");
         }
@@ -676,6 +684,7 @@ mod tests {
             "attest",
             "pkg.fine_tuned_head",
             "pkg.exporting",
+            "pkg.loss_scaling",
         ] {
             assert!(!is_harness_module(module), "{module}");
         }
