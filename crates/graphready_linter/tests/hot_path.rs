@@ -864,6 +864,22 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "Scheduler.init_slots"
                 ],
             ),
+            // Helpers every call passes `.tolist()` of a grid: their branches for a tensor
+            // (lines 11 and 16) never run. The one a device tensor reaches syncs there.
+            finding(
+                "engine/sizes.py",
+                22,
+                "GR102",
+                "stall",
+                &["SizedTower.forward", "tensor_rows"],
+            ),
+            finding(
+                "engine/sizes.py",
+                28,
+                "GR103",
+                "stall",
+                &["SizedTower.forward"]
+            ),
             // A host scalar written into one element of a 1-D buffer (line 19); into a row of a
             // 3-D buffer (line 17) it is a fill, no copy. The buffers' ranks come from a
             // constructor the step never reaches, which the second visit of the file skips.

@@ -139,11 +139,37 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
                     if matches!(s.value.to_str(), "cpu" | "meta")
                         || NO_CUDA_GRAPH_DEVICES.contains(&s.value.to_str()))
         }
+        // `if isinstance(sizes, torch.Tensor):` where `sizes` holds a host value that is no
+        // tensor (a list every reached call passes): the body never runs.
+        Expr::Call(_) if !negated => never_a_tensor(model, test),
         // A capture flag is false only outside capture: `if not is_tracing(x):`, `if not flag:`.
         // A name that is false while capturing (see `Checker::visit_if`).
         Expr::Name(name) if !negated => model.is_false_while_capturing(name.id.as_str()),
         _ => negated && model.ty(test) == Ty::CaptureFlag,
     }
+}
+
+/// Whether `test` is `isinstance(name, torch.Tensor)` (or `torch.nn.Parameter`) of a name that
+/// holds a host value which is no tensor: a number, a list, an array.
+fn never_a_tensor(model: &SemanticModel, test: &Expr) -> bool {
+    let Expr::Call(call) = test else {
+        return false;
+    };
+    let (Expr::Name(function), [subject @ Expr::Name(_), class], []) = (
+        &*call.func,
+        &*call.arguments.args,
+        &*call.arguments.keywords,
+    ) else {
+        return false;
+    };
+    function.id.as_str() == "isinstance"
+        && model
+            .qualified_name(class)
+            .is_some_and(|qualified| matches!(&*qualified, "torch.Tensor" | "torch.nn.Parameter"))
+        && matches!(
+            model.ty(subject),
+            Ty::Host | Ty::HostList | Ty::HostLists | Ty::Array
+        )
 }
 
 /// Whether the code that runs when `test` evaluates to `!negated` never runs while capturing

@@ -89,10 +89,12 @@ pub(super) fn param_types(
                     .params
                     .iter()
                     .find(|p| p.name == name)?;
-                // A parameter not annotated as a tensor changes only when it holds a host tensor
-                // or an array (a number it holds says nothing new), and not when annotated as a
-                // host value already (`slot_ids: list[int]`).
-                let says_more = ty.is_host_tensor() || ty == Ty::Array;
+                // A parameter not annotated as a tensor changes only when it holds a host tensor,
+                // an array or a list of host values (`grid_thw.tolist()` handed on, which rules
+                // out the branch that calls `.tolist()` itself; a number it holds says nothing
+                // new), and not when annotated as a host value already (`slot_ids: list[int]`).
+                let says_more =
+                    ty.is_host_tensor() || matches!(ty, Ty::Array | Ty::HostList | Ty::HostLists);
                 (param.tensor || (says_more && !param.host)).then_some(((callee, name), ty))
             })
             .collect();
