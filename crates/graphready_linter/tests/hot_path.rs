@@ -790,6 +790,16 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "NGramBlocker.__call__"
                 ],
             ),
+            // A memoised method's tuple local: the lengths it holds stay on the host (nothing at
+            // line 37), also in the file's second visit; the inverse permutation of its host
+            // indices indexes the device tensor, an upload.
+            finding(
+                "engine/rope_cache.py",
+                39,
+                "GR302",
+                "stall",
+                &["RopeTower.forward"]
+            ),
             // The decorator's wrapper runs on every call of the rotary forward.
             finding(
                 "engine/rotary.py",

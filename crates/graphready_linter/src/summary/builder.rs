@@ -81,6 +81,8 @@ pub(crate) struct SummaryBuilder<'a> {
     /// Per function: the positions' types of the tuples returned so far; `Some(None)` once a
     /// return is not a tuple of the same length.
     tuple_returns: Vec<Option<Option<Vec<Option<Ty>>>>>,
+    /// Per function: a memoised lookup was returned (see `returns::memo_lookup`).
+    memo_returns: Vec<bool>,
     /// Per function being built, the call its one `return` returns (`None` inside when that
     /// return is not a call, or once there is another).
     forward_calls: Vec<Option<Option<u32>>>,
@@ -158,6 +160,7 @@ impl<'a> SummaryBuilder<'a> {
             return_types: Vec::new(),
             host_only: Vec::new(),
             tuple_returns: Vec::new(),
+            memo_returns: Vec::new(),
             forward_calls: Vec::new(),
             annotated_returns: Vec::new(),
             instances: Vec::new(),
@@ -227,7 +230,7 @@ impl<'a> SummaryBuilder<'a> {
             .rposition(|stmt| matches!(stmt, Stmt::ImportFrom(_)));
         for (i, stmt) in module.body.iter().enumerate() {
             if matches!(stmt, Stmt::Import(_)) || Some(i) == last_from {
-                collect_imports(stmt, &mut self.summary.imports, model);
+                bindings::collect_imports(stmt, &mut self.summary.imports, model);
             }
         }
         self.record_custom_ops(module, model);
@@ -402,6 +405,7 @@ impl<'a> SummaryBuilder<'a> {
         self.return_types.push(None);
         self.host_only.push(true);
         self.tuple_returns.push(None);
+        self.memo_returns.push(false);
         self.forward_calls.push(None);
         self.annotated_returns.push(
             function
@@ -575,24 +579,5 @@ impl<'a> SummaryBuilder<'a> {
     /// A class of this module summarised so far, by its qualified name inside the module.
     fn own_class(&self, class: &str) -> Option<&super::ClassSummary> {
         self.summary.classes.iter().find(|c| c.name == class)
-    }
-}
-
-/// Module-level imports as bound name → qualified name, for re-exports through `__init__.py`.
-fn collect_imports(stmt: &Stmt, imports: &mut FxHashMap<String, String>, model: &SemanticModel) {
-    match stmt {
-        Stmt::Import(import) => {
-            for alias in &import.names {
-                if let Some(asname) = &alias.asname {
-                    imports.insert(asname.id.to_string(), alias.name.id.to_string());
-                }
-            }
-        }
-        Stmt::ImportFrom(_) => {
-            for (name, qualified) in model.module_imports() {
-                imports.insert(name.to_string(), qualified.to_string());
-            }
-        }
-        _ => {}
     }
 }

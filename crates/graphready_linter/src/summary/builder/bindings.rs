@@ -5,12 +5,45 @@ use super::arg_types::DictEntry;
 use super::SummaryBuilder;
 use crate::semantic::SemanticModel;
 use crate::summary::{CallTarget, PathRoot, PathStep, TypePath};
-use ruff_python_ast::{self as ast, Expr};
+use ruff_python_ast::{self as ast, Expr, Stmt};
+use rustc_hash::FxHashMap;
 
 impl<'a> SummaryBuilder<'a> {
+    /// `name = (a, b)` makes `name` a tuple local with its elements' types; any other binding
+    /// of a name (or of a name among tuple targets) ends that.
+    fn tuple_local(&mut self, model: &SemanticModel, target: &'a Expr, value: &Expr) {
+        let Some(scope) = self.tuple_locals.last_mut() else {
+            return;
+        };
+        match (target, value) {
+            (Expr::Name(name), Expr::Tuple(tuple))
+                if tuple.elts.iter().all(|elt| !elt.is_starred_expr()) =>
+            {
+                let types = tuple.elts.iter().map(|elt| model.ty(elt)).collect();
+                scope.insert(name.id.as_str(), types);
+            }
+            (Expr::Name(name), _) => {
+                scope.remove(name.id.as_str());
+            }
+            (
+                Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }),
+                _,
+            ) => {
+                for elt in elts {
+                    if let Expr::Name(name) = elt {
+                        scope.remove(name.id.as_str());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// `x = MLP(...)` binds `x` to an instance, for `x(...)` and `x.method(...)` later.
     pub(crate) fn assignment(&mut self, model: &SemanticModel, target: &'a Expr, value: &Expr) {
         if self.returns_only {
+            // What a tuple local holds is still what `return name` returns.
+            self.tuple_local(model, target, value);
             return;
         }
         // `metadata, layer, cache = context(name)`: each name holds an element of the result
@@ -57,17 +90,7 @@ impl<'a> SummaryBuilder<'a> {
         }
         let held = self.held_targets(model, value);
         self.bind_held(name.id.as_str(), held);
-        if let Some(scope) = self.tuple_locals.last_mut() {
-            match value {
-                Expr::Tuple(tuple) if tuple.elts.iter().all(|elt| !elt.is_starred_expr()) => {
-                    let types = tuple.elts.iter().map(|elt| model.ty(elt)).collect();
-                    scope.insert(name.id.as_str(), types);
-                }
-                _ => {
-                    scope.remove(name.id.as_str());
-                }
-            }
-        }
+        self.tuple_local(model, target, value);
         let aliases = self.self_methods_named(value);
         if let Some(scope) = self.method_aliases.last_mut() {
             match aliases {
@@ -298,4 +321,27 @@ fn dict_entries(model: &SemanticModel, value: &Expr) -> Option<Vec<DictEntry>> {
             _ => None,
         })
         .collect()
+}
+
+/// Module-level imports as bound name → qualified name, for re-exports through `__init__.py`.
+pub(super) fn collect_imports(
+    stmt: &Stmt,
+    imports: &mut FxHashMap<String, String>,
+    model: &SemanticModel,
+) {
+    match stmt {
+        Stmt::Import(import) => {
+            for alias in &import.names {
+                if let Some(asname) = &alias.asname {
+                    imports.insert(asname.id.to_string(), alias.name.id.to_string());
+                }
+            }
+        }
+        Stmt::ImportFrom(_) => {
+            for (name, qualified) in model.module_imports() {
+                imports.insert(name.to_string(), qualified.to_string());
+            }
+        }
+        _ => {}
+    }
 }

@@ -9,6 +9,14 @@ use ruff_python_ast::Expr;
 impl SummaryBuilder<'_> {
     /// `return value`: what the function returns.
     pub(crate) fn returned(&mut self, model: &SemanticModel, value: Option<&Expr>) {
+        // `return self._cache[key]`: the function returns what it stores there, which its
+        // other returns return.
+        if value.is_some_and(memo_lookup) {
+            if let Some(memo) = self.memo_returns.last_mut() {
+                *memo = true;
+            }
+            return;
+        }
         if !self.returns_only {
             self.returned_values(model, value);
         }
@@ -22,6 +30,12 @@ impl SummaryBuilder<'_> {
                     .map(|element| (!element.is_none_literal_expr()).then(|| model.ty(element)))
                     .collect(),
             ),
+            // `result = (cos, sin, lens)` ... `return result`.
+            Some(Expr::Name(name)) => self
+                .tuple_locals
+                .last()
+                .and_then(|scope| scope.get(name.id.as_str()))
+                .map(|types| types.iter().map(|ty| Some(*ty)).collect()),
             _ => None,
         };
         if let Some(slot) = self.forward_calls.last_mut() {
@@ -126,7 +140,13 @@ impl SummaryBuilder<'_> {
             });
         let forwards = self.forward_calls.pop().flatten().flatten();
         let host_only = self.host_only.pop().unwrap_or(false);
-        let inferred = self.return_types.pop().flatten().unwrap_or(Ty::Host);
+        // A function whose only returns are memoised lookups returns what nothing here says.
+        let memo_only = self.memo_returns.pop().unwrap_or(false);
+        let inferred = self.return_types.pop().flatten().unwrap_or(if memo_only {
+            Ty::Unknown
+        } else {
+            Ty::Host
+        });
         // An annotation that names a host list (of lists) says more than host values returned
         // through helpers nothing types (`-> list[list[int]]`).
         let returns = match (inferred, self.annotated_returns.pop()) {
@@ -165,4 +185,19 @@ impl SummaryBuilder<'_> {
             self.summary.functions.push(summary);
         }
     }
+}
+
+/// Whether a returned value is a lookup in a memo: a subscript of a container named for a
+/// cache or a memo (`self._rope_by_thw_cache[key]`, `_MEMO[n]`).
+fn memo_lookup(value: &Expr) -> bool {
+    let Expr::Subscript(subscript) = value else {
+        return false;
+    };
+    let name = match &*subscript.value {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.as_str(),
+        _ => return false,
+    };
+    let name = name.to_ascii_lowercase();
+    name.contains("cache") || name.contains("memo")
 }
