@@ -411,6 +411,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["Resampler.forward"],
             ),
+            // A closure sees its enclosing function's names as they are when it runs: the host
+            // tensor set after its `def` (nothing at line 14); the device tensor it reads syncs.
+            finding(
+                "engine/closures.py",
+                17,
+                "GR101",
+                "capture",
+                &["RoundLayer.forward", "RoundLayer.forward.device_round"],
+            ),
             // A denoising loop runs the model every timestep: only its body runs every step.
             // The router calling the stage's `forward` runs no model (see the cold list).
             finding(

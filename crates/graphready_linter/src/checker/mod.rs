@@ -61,6 +61,11 @@ pub struct Checker<'a> {
     /// its methods): its `def`s are its methods, wherever the class itself is defined.
     class_body: Option<String>,
     deferred: Vec<Deferred<'a>>,
+    /// Per function being visited, the functions defined in its body: visited when the body
+    /// ends, so that what they read of the enclosing function's names is what it binds by
+    /// then (a closure runs after the names it reads are set: `def gather(): ... tp_sizes
+    /// ...` before `tp_sizes = torch.tensor(sizes)`).
+    nested: Vec<Vec<Deferred<'a>>>,
     /// What the project-wide analysis needs from this module, fed at the same visit points.
     summary: SummaryBuilder<'a>,
     /// Per-function state of the rules that judge a whole function.
@@ -102,6 +107,7 @@ impl<'a> Checker<'a> {
             classes: Vec::new(),
             class_body: None,
             deferred: Vec::new(),
+            nested: Vec::new(),
             rule_state: rules::FunctionState::default(),
             module_facts: rules::ModuleFacts::default(),
             only: None,
@@ -272,7 +278,11 @@ impl<'a> Checker<'a> {
                 self.model.assume_host(&assert.test);
             }
         }
+        self.nested.push(Vec::new());
         self.visit_body(&function.body);
+        for nested in self.nested.pop().unwrap_or_default() {
+            self.visit_function_body(nested);
+        }
         rules::function_exit(self);
         self.rule_state = saved_state;
         self.model.exit_function();
@@ -321,10 +331,9 @@ impl<'a> Visitor<'a> for Checker<'a> {
                         || guards::is_device_kernel(&self.model, function)
                         || crate::util::other_device_function(name),
                 };
-                if self.function.is_some() {
-                    self.visit_function_body(deferred);
-                } else {
-                    self.deferred.push(deferred);
+                match self.nested.last_mut() {
+                    Some(nested) if self.function.is_some() => nested.push(deferred),
+                    _ => self.deferred.push(deferred),
                 }
             }
             Stmt::ClassDef(class) => {
