@@ -438,6 +438,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["DispatchedMoE.forward", "NaivePrepareFinalize.prepare"],
             ),
+            // A docstring that says a parameter is on CPU (nothing at line 17); one that says
+            // "on CPU or GPU" says nothing.
+            finding(
+                "engine/documented.py",
+                18,
+                "GR101",
+                "capture",
+                &["TileProjector.forward"]
+            ),
             finding(
                 "engine/drafting.py",
                 26,

@@ -249,6 +249,7 @@ impl<'a> Checker<'a> {
         let saved_state = std::mem::take(&mut self.rule_state);
         self.model.enter_function(deferred.class, self_name);
         self.model.bind_parameters(&function.parameters);
+        self.model.bind_documented_host(function);
         // Parameters whose type the reached call sites decide (device tensors passed to a `bool`
         // parameter, host lists passed to a tensor one).
         let param_types = self

@@ -241,7 +241,7 @@ fn is_legacy_tensor_class(qualified: &str) -> bool {
     )
 }
 
-impl SemanticModel<'_> {
+impl<'a> SemanticModel<'a> {
     /// Whether the comment that ends the line of a declaration, after `end` (an annotation's
     /// end), says the value lives on the host: `prompt_lens: torch.Tensor  # CPU tensor`,
     /// `lens: torch.Tensor,  # on CPU`. Only a comma, a closing parenthesis, a default or the
@@ -277,4 +277,56 @@ impl SemanticModel<'_> {
             _ => false,
         }
     }
+
+    /// The parameters of a function that its docstring says live on the host: a line that names
+    /// the parameter and says `on CPU`, `on the host`, `in host memory` or `CPU tensor`
+    /// (`spatial_shapes: (num_tiles, 2) on CPU`, "The model runner builds ``is_multimodal`` on
+    /// CPU"), and names no device (`on CPU or GPU` says nothing). Binds them as host tensors
+    /// where nothing says more than a tensor.
+    pub fn bind_documented_host(&mut self, function: &'a ast::StmtFunctionDef) {
+        let Some(ast::Stmt::Expr(first)) = function.body.first() else {
+            return;
+        };
+        let Expr::StringLiteral(docstring) = &*first.value else {
+            return;
+        };
+        let text = docstring.value.to_str();
+        if !text.contains("CPU") && !text.contains("cpu") && !text.contains("host") {
+            return;
+        }
+        for parameter in function.parameters.iter_non_variadic_params() {
+            let name = parameter.parameter.name.id.as_str();
+            if text.lines().any(|line| documents_host(line, name))
+                && matches!(self.value_ty(name), Some(Ty::Tensor | Ty::Unknown))
+            {
+                self.bind(name, Ty::CpuTensor);
+            }
+        }
+    }
+}
+
+/// Whether a docstring line names `param` as a word and says it lives on the host, naming no
+/// device besides.
+fn documents_host(line: &str, param: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    let names = lower.match_indices(param).any(|(at, _)| {
+        let before = lower[..at].chars().next_back();
+        let after = lower[at + param.len()..].chars().next();
+        let word = |c: Option<char>| c.is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        word(before) && word(after)
+    });
+    if !names || ["gpu", "cuda", "device"].iter().any(|d| lower.contains(d)) {
+        return false;
+    }
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.windows(2).any(|pair| match pair {
+        [on, place] if matches!(*on, "on" | "in") => matches!(*place, "cpu" | "host"),
+        [place, "tensor" | "tensors" | "memory"] => matches!(*place, "cpu" | "host"),
+        _ => false,
+    }) || words
+        .windows(3)
+        .any(|w| matches!(w[0], "on" | "in") && w[1] == "the" && matches!(w[2], "cpu" | "host"))
 }
