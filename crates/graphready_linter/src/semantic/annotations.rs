@@ -309,6 +309,9 @@ impl<'a> SemanticModel<'a> {
 /// device besides.
 fn documents_host(line: &str, param: &str) -> bool {
     let lower = line.to_ascii_lowercase();
+    // Matched without case, as the line is (`maxLen`, a parameter named in camel case).
+    let param = param.to_ascii_lowercase();
+    let param = param.as_str();
     let names = lower.match_indices(param).any(|(at, _)| {
         let before = lower[..at].chars().next_back();
         let after = lower[at + param.len()..].chars().next();
