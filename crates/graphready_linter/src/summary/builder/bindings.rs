@@ -41,9 +41,9 @@ impl<'a> SummaryBuilder<'a> {
 
     /// `x = MLP(...)` binds `x` to an instance, for `x(...)` and `x.method(...)` later.
     pub(crate) fn assignment(&mut self, model: &SemanticModel, target: &'a Expr, value: &Expr) {
+        // Also in a returns-only visit: what a tuple local holds is what `return name` returns.
+        self.tuple_local(model, target, value);
         if self.returns_only {
-            // What a tuple local holds is still what `return name` returns.
-            self.tuple_local(model, target, value);
             return;
         }
         // `metadata, layer, cache = context(name)`: each name holds an element of the result
@@ -61,10 +61,8 @@ impl<'a> SummaryBuilder<'a> {
                     if let Some(scope) = self.instances.last_mut() {
                         scope.remove(name.id.as_str());
                     }
-                    // No longer the tuple or dict literal it may have held.
-                    if let Some(scope) = self.tuple_locals.last_mut() {
-                        scope.remove(name.id.as_str());
-                    }
+                    // No longer the dict literal it may have held (nor the tuple: see
+                    // `tuple_local`).
                     if let Some(scope) = self.dict_locals.last_mut() {
                         scope.remove(name.id.as_str());
                     }
@@ -90,7 +88,6 @@ impl<'a> SummaryBuilder<'a> {
         }
         let held = self.held_targets(model, value);
         self.bind_held(name.id.as_str(), held);
-        self.tuple_local(model, target, value);
         let aliases = self.self_methods_named(value);
         if let Some(scope) = self.method_aliases.last_mut() {
             match aliases {
