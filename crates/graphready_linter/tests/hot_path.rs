@@ -746,6 +746,23 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "RowPlanner._plan_rows",
                 ],
             ),
+            // Every call gives `gather_pages` and `mask_rows` what their fallbacks compute
+            // (lines 12 and 18: see the cold list); one call leaves out `pool`'s. A `None` that
+            // selects a path (`scale`) stays open.
+            finding(
+                "engine/optional_args.py",
+                24,
+                "GR101",
+                "capture",
+                &["PagedMixer.forward", "pool"],
+            ),
+            finding(
+                "engine/optional_args.py",
+                31,
+                "GR101",
+                "capture",
+                &["PagedMixer.forward", "scaled"],
+            ),
             // Arguments handed on in a dict (`self.tower(**options)`): the grid one model makes
             // on the host reaches `grid` as a host tensor, but the other model rebinds its dict
             // (`options, _ = ...`) before the call, so not every caller says `grid` is on the
@@ -1098,6 +1115,9 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             // some library object's method of that name may be what runs, so the graph search
             // does not follow the guess.
             ("engine/ops.py", 86),
+            // Fallbacks no call takes: every call gives the argument they compute.
+            ("engine/optional_args.py", 12),
+            ("engine/optional_args.py", 18),
             // Called only under a guard its body makes false (a buffer put back in float32).
             // An override the call's arguments do not fit (`apply(self, x, None)` cannot run
             // the experts' `apply`, which needs the routing too).

@@ -5,6 +5,13 @@
 //! `if kv_block_num > 0:` with `kv_block_num=-1`, `if mode == "prefill":` with `mode="auto"`).
 //! The calls made there are not followed, and the findings there are not reached.
 //!
+//! A parameter defaulting to `None` that a fallback computes in its place (`if cu_seqlens is
+//! None: cu_seqlens = torch.tensor(...)`), and that every such call gives a value (an expression
+//! that is not the `None` literal, nor the caller's own parameter defaulting to `None`), is
+//! never `None` there: the fallback never runs. Callers that build the argument once per step
+//! and hand it on are how engines avoid that work. A `None` that selects a path instead (`if
+//! alpha is not None: ... return`) stays open: it comes from a setting.
+//!
 //! A flag named for capture (`in_capture`) is `False` per step by its name, unless a call from
 //! per-step code passes `True`: its calls need not agree, nor be few.
 //!
@@ -16,13 +23,35 @@
 //! parameter none of them names keeps its default there.
 
 use super::args::{bound, param_of};
+use super::given::fallback_params;
 use super::index::{NodeId, ProjectIndex};
-use crate::summary::{ArgKey, CallSite, Const, FunctionSummary, Splat};
+use crate::summary::{ArgKey, CallSite, Const, FunctionSummary, ParamTest, Splat};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-/// The parameters each function's calls leave at one literal, for the functions that test one.
-pub(super) type Constants<'s> = FxHashMap<NodeId, Vec<(&'s str, Const)>>;
+/// The parameters each function's calls leave at one literal, or never leave `None`, for the
+/// functions that test one.
+pub(super) type Constants<'s> = FxHashMap<NodeId, Vec<(&'s str, Held)>>;
+
+/// What a parameter the project's calls decide holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Held {
+    /// One literal.
+    Is(Const),
+    /// Some value, never `None`.
+    NotNone,
+}
+
+impl Held {
+    /// Whether a test may pass for a parameter holding this: of a value known only not to be
+    /// `None`, only `is None` fails.
+    fn may_hold(self, test: ParamTest) -> bool {
+        match self {
+            Held::Is(value) => test.holds(value),
+            Held::NotNone => test != ParamTest::IsNone,
+        }
+    }
+}
 
 /// How many calls of one name are resolved to decide its functions' parameters.
 const MAX_SITES: usize = 32;
@@ -31,6 +60,8 @@ const MAX_SITES: usize = 32;
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Passed {
     Always(Const),
+    /// A value that is not `None`, not one literal.
+    Given,
     Varies,
     /// The call passes its caller's own `**kwargs` on, which may hold the parameter: what the
     /// caller's callers name decides.
@@ -68,7 +99,7 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
     if tested.is_empty() {
         let mut passed = FxHashMap::default();
         capture_flags(index, &FxHashSet::default(), &mut passed);
-        return constants_of(passed);
+        return constants_of(index, passed);
     }
     // Functions that may pass their `**kwargs` on to those: their calls are searched too.
     let mut names = by_name.clone();
@@ -114,7 +145,8 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
                 if let Some(params) = tested.get(&callee) {
                     let function = index.function(callee);
                     for &param in params {
-                        out.push(((callee, param), passes(function, site, param), caller));
+                        let passed = passes(index.function(caller), function, site, param);
+                        out.push(((callee, param), passed, caller));
                     }
                 }
             }
@@ -139,24 +171,46 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
     for (key, value) in passes {
         passed
             .entry(key)
-            .and_modify(|before| {
-                if *before != value {
-                    *before = Passed::Varies;
-                }
-            })
+            .and_modify(|before| *before = merge(*before, value))
             .or_insert(value);
     }
     capture_flags(index, &turned_on, &mut passed);
-    constants_of(passed)
+    constants_of(index, passed)
 }
 
-/// The parameters that hold one literal, by function.
-fn constants_of<'s>(passed: FxHashMap<(NodeId, &'s str), Passed>) -> Constants<'s> {
+/// What two calls pass together: one literal, or values none of which is `None`, or anything.
+fn merge(before: Passed, value: Passed) -> Passed {
+    match (before, value) {
+        _ if before == value => before,
+        (Passed::Always(c), Passed::Given) | (Passed::Given, Passed::Always(c))
+            if c != Const::None =>
+        {
+            Passed::Given
+        }
+        (Passed::Always(a), Passed::Always(b)) if a != Const::None && b != Const::None => {
+            Passed::Given
+        }
+        _ => Passed::Varies,
+    }
+}
+
+/// The parameters that hold one literal, or never `None`, by function.
+fn constants_of<'s>(
+    index: &ProjectIndex<'s>,
+    passed: FxHashMap<(NodeId, &'s str), Passed>,
+) -> Constants<'s> {
     let mut constants = Constants::default();
     for ((node, param), value) in passed {
-        if let Passed::Always(value) = value {
-            constants.entry(node).or_default().push((param, value));
-        }
+        let held = match value {
+            Passed::Always(value) => Held::Is(value),
+            // Only a fallback's parameter: a `None` that selects a path (`if alpha is not
+            // None: ... return`) comes from a setting, which may well be `None`.
+            Passed::Given if fallback_params(index.function(node)).contains(&param) => {
+                Held::NotNone
+            }
+            Passed::Given | Passed::Varies | Passed::Forwarded => continue,
+        };
+        constants.entry(node).or_default().push((param, held));
     }
     for params in constants.values_mut() {
         params.sort_unstable_by_key(|(param, _)| *param);
@@ -206,9 +260,14 @@ fn names_capture(param: &str) -> bool {
 /// What one call passes to a parameter of the function it calls: the literal it gives, the
 /// default when it gives nothing, anything else (a splat among them) varies; the caller's own
 /// `**kwargs` passed on is [`Passed::Forwarded`].
-fn passes(function: &FunctionSummary, site: &CallSite, param: &str) -> Passed {
+fn passes(
+    caller: &FunctionSummary,
+    function: &FunctionSummary,
+    site: &CallSite,
+    param: &str,
+) -> Passed {
     let bound = bound(&site.target);
-    given(site, |key| {
+    given(caller, site, |key| {
         param_of(function, bound, key).is_some_and(|p| p.name == param)
     })
     .unwrap_or_else(|| match site.splat {
@@ -218,20 +277,34 @@ fn passes(function: &FunctionSummary, site: &CallSite, param: &str) -> Passed {
     })
 }
 
-/// What a call passes in the argument `lands` picks out, when it gives one: its literal, or
-/// anything else ([`Passed::Varies`]).
-fn given(site: &CallSite, lands: impl Fn(&ArgKey) -> bool) -> Option<Passed> {
+/// What a call passes in the argument `lands` picks out, when it gives one: its literal; the
+/// caller's own parameter defaulting to `None` (which may be `None`), anything; any other value
+/// [`Passed::Given`].
+fn given(
+    caller: &FunctionSummary,
+    site: &CallSite,
+    lands: impl Fn(&ArgKey) -> bool,
+) -> Option<Passed> {
     let key = site
         .tensor_args
         .iter()
         .chain(site.other_args.iter().map(|(key, _)| key))
         .find(|key| lands(key))?;
-    Some(
-        site.const_args()
-            .iter()
-            .find(|(k, _)| k == key)
-            .map_or(Passed::Varies, |(_, c)| Passed::Always(*c)),
-    )
+    if let Some((_, c)) = site.const_args().iter().find(|(k, _)| k == key) {
+        return Some(Passed::Always(*c));
+    }
+    let own_optional = site.param_args.iter().any(|(k, name)| {
+        k == key
+            && caller
+                .params
+                .iter()
+                .any(|p| p.name == **name && p.default == Some(Const::None))
+    });
+    Some(if own_optional {
+        Passed::Varies
+    } else {
+        Passed::Given
+    })
 }
 
 /// The last part of a qualified name (`method` of `Class.method`): what calls spell.
@@ -269,12 +342,12 @@ fn through_kwargs<'s>(
         .collect();
     // The calls of the forwarding functions (from code that runs every step, of names called
     // from few places), by the function each resolves to.
-    let mut calls: FxHashMap<NodeId, Vec<&CallSite>> = FxHashMap::default();
+    let mut calls: FxHashMap<NodeId, Vec<(NodeId, &CallSite)>> = FxHashMap::default();
     for &(caller, site) in sites {
         if names.contains(site.target.method_name()) {
             for callee in index.resolve(caller.module, &site.target) {
                 if forwarders.contains(&callee) {
-                    calls.entry(callee).or_default().push(site);
+                    calls.entry(callee).or_default().push((caller, site));
                 }
             }
         }
@@ -290,18 +363,15 @@ fn through_kwargs<'s>(
                 Passed::Varies
             } else {
                 let mut value = None;
-                for site in calls.get(&caller).into_iter().flatten() {
+                for &(outer, site) in calls.get(&caller).into_iter().flatten() {
                     let keyword = |key: &ArgKey| matches!(key, ArgKey::Keyword(k) if **k == *param);
-                    let passed = given(site, keyword).unwrap_or_else(|| match site.splat {
+                    let outer = index.function(outer);
+                    let passed = given(outer, site, keyword).unwrap_or_else(|| match site.splat {
                         // `*args` fills positions only, never the `**kwargs` passed on.
                         Splat::None | Splat::Positional => default_of(function, param),
                         Splat::OwnKwargs | Splat::Mapping => Passed::Varies,
                     });
-                    value = match value {
-                        None => Some(passed),
-                        Some(before) if before == passed => Some(before),
-                        Some(_) => Some(Passed::Varies),
-                    };
+                    value = Some(value.map_or(passed, |before| merge(before, passed)));
                 }
                 value.unwrap_or(Passed::Varies)
             };
@@ -338,13 +408,13 @@ pub(super) fn dead_sites(
 
 /// Whether one of the tests fails for the constant parameters.
 pub(super) fn rules_out<'t>(
-    params: &[(&str, Const)],
-    mut tests: impl Iterator<Item = (&'t str, crate::summary::ParamTest)>,
+    params: &[(&str, Held)],
+    mut tests: impl Iterator<Item = (&'t str, ParamTest)>,
 ) -> bool {
     tests.any(|(param, test)| {
         params
             .iter()
-            .any(|(name, value)| *name == param && !test.holds(*value))
+            .any(|(name, held)| *name == param && !held.may_hold(test))
     })
 }
 

@@ -166,7 +166,7 @@ enum Gives<'s> {
 /// The parameters defaulting to `None` whose every `None` branch computes a value in their
 /// place (`if metadata is None: metadata = ...`): a `None` that means "off" (`if alpha is
 /// None: return ...`) is a setting, which a caller passes on from its configuration.
-fn fallback_params(function: &FunctionSummary) -> Vec<&str> {
+pub(super) fn fallback_params(function: &FunctionSummary) -> Vec<&str> {
     let none_blocks = || {
         function
             .param_blocks
