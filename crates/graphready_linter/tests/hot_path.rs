@@ -943,6 +943,7 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // A guess by name (a language model of a class nothing says) is followed on the
             // host path, not inside the graph: the runner's call of every model's
             // `embed_tokens` reaches this one; the speech model's captured forward does not.
+            // A test's stand-in defining `embed_tokens` (engine/tests) is no candidate.
             finding(
                 "engine/speech_lm.py",
                 34,

@@ -281,11 +281,12 @@ impl<'s> ProjectIndex<'s> {
         })
     }
 
-    /// The classes that define a method of this name themselves.
+    /// The classes that define a method of this name themselves, a harness's stand-ins aside.
     pub(super) fn definers_of(&self, method: &str) -> &[ClassId] {
         let definers = self.definers.get_or_init(|| {
             let mut definers: FxHashMap<&str, Vec<ClassId>> = FxHashMap::default();
-            for (module, summary) in self.modules.iter().enumerate() {
+            let modules = self.modules.iter().enumerate();
+            for (module, summary) in modules.filter(|(m, _)| !self.is_harness(*m)) {
                 for (index, class) in summary.classes.iter().enumerate() {
                     for name in &class.methods {
                         definers
