@@ -632,6 +632,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["Generator._greedy", "Generator.finished"],
             ),
+            // A tower only an unreached `get_image_feature` runs: that call says the grid is on
+            // the host (nothing at line 13); the pixels are on the device.
+            finding(
+                "engine/host_grids.py",
+                14,
+                "GR101",
+                "stall",
+                &["GridTower.forward"],
+            ),
             // A head module built by the constructor, which nothing reaches, defined in another
             // module: the file is typed again with the project's module classes.
             // Nothing in `engine/grids.py`: the grid its model passes as a list is made a host
@@ -1112,6 +1121,8 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/freqs.py", 13),
             ("engine/freqs.py", 25),
             ("engine/generation.py", 15),
+            // A model method only the engine's callback table runs: nothing reaches it.
+            ("engine/host_grids.py", 25),
             // A public method the project defines once, called on a module a lookup returns:
             // some library object's method of that name may be what runs, so the graph search
             // does not follow the guess.

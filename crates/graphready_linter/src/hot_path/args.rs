@@ -23,14 +23,17 @@ pub(super) fn param_types(
     captured: &FxHashMap<NodeId, Option<NodeId>>,
     stalled: &FxHashMap<NodeId, Option<NodeId>>,
     drivers: &FxHashSet<NodeId>,
+    uncaptured: &FxHashSet<NodeId>,
 ) -> FxHashMap<NodeId, Vec<(String, Ty)>> {
     let mut out: FxHashMap<NodeId, Vec<(String, Ty)>> = FxHashMap::default();
-    let callers: Vec<NodeId> = captured
+    let mut callers: Vec<NodeId> = captured
         .keys()
         .chain(stalled.keys())
         .chain(drivers.iter())
         .copied()
         .collect();
+    let reached = callers.len();
+    callers.extend(unreached_callers(index, &callers, uncaptured));
     // What the reached sites pass, while every one passed a host value (`None` once one did
     // not); a caller's parameter passed on is set aside, to count as what the caller's own
     // callers pass (`forward(grid_thw)` -> `get_window_index(grid_thw)`).
@@ -39,9 +42,13 @@ pub(super) fn param_types(
     // Tensors the caller's own parameters are only by their annotation, passed on: device
     // tensors unless the caller's callers pass host data (decided below).
     let mut passed_on: Vec<(NodeId, bool, &ArgKey, ParamKey)> = Vec::new();
-    for &caller in &callers {
+    for (i, &caller) in callers.iter().enumerate() {
         let sites = &index.function(caller).calls;
         for (site, callees) in sites.iter().zip(index.resolved_sites(caller)) {
+            // Of an unreached caller, only its calls of the module forwards it runs.
+            if i >= reached && !callees.iter().any(|c| uncaptured.contains(c)) {
+                continue;
+            }
             // What the index knows of the locals this call is passed, once for all its callees.
             let unpacked: Vec<(&ArgKey, Option<Ty>)> = site
                 .unpacked_args
@@ -51,6 +58,9 @@ pub(super) fn param_types(
                 })
                 .collect();
             for &callee in callees.iter() {
+                if i >= reached && !uncaptured.contains(&callee) {
+                    continue;
+                }
                 let function = index.function(callee);
                 let bound = bound(&site.target);
                 let mut tensors = Vec::new();
@@ -139,6 +149,29 @@ pub(super) fn param_types(
         params.sort_by(|a, b| a.0.cmp(&b.0));
     }
     out
+}
+
+/// The functions of their own modules, reached by no search, that call module forwards run
+/// only on the host path (a projector its model's `get_image_feature` runs, called through a
+/// table of callbacks nothing follows): their calls are evidence of what those forwards receive
+/// as much as a reached caller's (a grid the model keeps on the host).
+fn unreached_callers(
+    index: &ProjectIndex,
+    reached: &[NodeId],
+    uncaptured: &FxHashSet<NodeId>,
+) -> Vec<NodeId> {
+    let reached: FxHashSet<NodeId> = reached.iter().copied().collect();
+    let modules: FxHashSet<usize> = uncaptured.iter().map(|node| node.module).collect();
+    index
+        .nodes()
+        .filter(|node| modules.contains(&node.module) && !reached.contains(node))
+        .filter(|&node| {
+            index
+                .resolved_sites(node)
+                .iter()
+                .any(|callees| callees.iter().any(|c| uncaptured.contains(c)))
+        })
+        .collect()
 }
 
 /// Of the functions a call may run (the overrides a class hierarchy offers, a method guessed by

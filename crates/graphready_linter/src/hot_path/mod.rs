@@ -362,6 +362,7 @@ impl<'s> HotPath<'s> {
             .into_iter()
             .filter(|entry| !captured.contains_key(&entry.node))
             .collect();
+        let uncaptured_nodes: FxHashSet<NodeId> = uncaptured.iter().map(|e| e.node).collect();
         // The per-step host path the code shows: drivers that run the model or replay a graph,
         // their callers, and the loops that call them.
         let found = steps::find(&index, &captured, &by_name);
@@ -410,7 +411,8 @@ impl<'s> HotPath<'s> {
         capture_entries.extend(defaults);
         dedup_entries(&mut capture_entries);
         dedup_entries(&mut steps);
-        let param_types = args::param_types(&index, &captured, &stalled, &drivers);
+        let param_types =
+            args::param_types(&index, &captured, &stalled, &drivers, &uncaptured_nodes);
         // Unannotated parameters typed by what the reached call sites pass.
         let reached = captured
             .keys()
