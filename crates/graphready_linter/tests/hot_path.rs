@@ -708,6 +708,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["Model.forward"],
             ),
+            // Reported where the code runs: the generated module, not the template its header
+            // names (`modular_tiles.py`, see the cold list).
+            finding(
+                "engine/modeling_tiles.py",
+                11,
+                "GR101",
+                "capture",
+                &["TileCounter.forward"],
+            ),
             // A step the scheduler's own loop and a mode's loop (a mixin in another module) both
             // call every iteration: shown under the class's own loop.
             finding(
@@ -1123,6 +1132,8 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/generation.py", 15),
             // A model method only the engine's callback table runs: nothing reaches it.
             ("engine/host_grids.py", 25),
+            // A template other code is generated from: nothing imports it.
+            ("engine/modular_tiles.py", 10),
             // A public method the project defines once, called on a module a lookup returns:
             // some library object's method of that name may be what runs, so the graph search
             // does not follow the guess.

@@ -207,9 +207,13 @@ pub(super) fn is_harness_module(module: &str) -> bool {
     })
 }
 
-/// Whether a module is a measuring harness (see [`is_harness_module`]); a file outside any
-/// package is judged by its name.
+/// Whether a module is a measuring harness (see [`is_harness_module`]), or a template other
+/// code is generated from, which runs nothing either; a file outside any package is judged by
+/// its name.
 pub(super) fn is_harness_summary(summary: &ModuleSummary) -> bool {
+    if summary.template {
+        return true;
+    }
     match &summary.module {
         Some(name) => is_harness_module(name),
         None => {

@@ -350,6 +350,11 @@ fn phase1(
                         declared.on_device.extend(fields.1);
                     }
                 }
+                if let Some(template) = file::template_of(&path, &bytes) {
+                    if let Ok(mut declared) = declared.lock() {
+                        declared.templates.insert(template);
+                    }
+                }
                 if let Some(flags) = crate::env_flag_declarations(&bytes) {
                     if let Ok(mut declared) = declared.lock() {
                         declared.off_flags.extend(flags);
@@ -369,6 +374,7 @@ fn phase1(
     });
     let mut declared = declared.into_inner().unwrap_or_default();
     let off_flags = std::mem::take(&mut declared.off_flags);
+    let templates = std::mem::take(&mut declared.templates);
     let host_fields = declared.host_fields();
     let facts = ProjectFacts {
         host_fields: non_empty(&host_fields),
@@ -385,7 +391,9 @@ fn phase1(
         .enumerate()
         .with_max_len(1)
         .filter_map(|(index, (source, candidate))| {
-            check_file(index, candidate, options, facts, None, true, source)
+            let mut outcome = check_file(index, candidate, options, facts, None, true, source)?;
+            outcome.analysis.summary.template = templates.contains(&candidate.file.path);
+            Some(outcome)
         })
         .collect();
     (candidates, outcomes, discovered, host_fields, off_flags)
@@ -398,6 +406,8 @@ struct FieldTally {
     kept: rustc_hash::FxHashSet<String>,
     on_device: rustc_hash::FxHashSet<String>,
     off_flags: rustc_hash::FxHashSet<String>,
+    /// The templates generated files name (see [`file::template_of`]).
+    templates: FxHashSet<PathBuf>,
 }
 
 impl FieldTally {

@@ -431,6 +431,9 @@ pub struct ModuleSummary {
     /// Custom operators the module registers: operator name and function (see
     /// `builder::custom_ops`).
     pub custom_ops: Vec<(String, Ref)>,
+    /// A template another module's code is generated from (see `project::file::template_of`):
+    /// never imported, it runs nothing.
+    pub template: bool,
 }
 
 /// An import under which a table keyed by qualified name must also answer (a re-export):
