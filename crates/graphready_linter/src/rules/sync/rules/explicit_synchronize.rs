@@ -31,6 +31,10 @@ declare_violation! {
     /// side_stream.wait_stream(torch.cuda.current_stream())
     /// ```
     ///
+    /// `.query()` never waits: it asks whether the work has finished, and a host loop polling
+    /// it (sleeping between polls) stalls nothing. Asking a capturing stream, or an event
+    /// recorded in one, is illegal though: it is reported only inside captured code.
+    ///
     /// Two kinds of wait are reported only inside captured code, where they break capture.
     /// Waiting on an event (`done.synchronize()`, on a `torch.cuda.Event` or a value named for
     /// one: a last word `event`, `done` or `ready`, as in `copy_done` or `d2h_event`): on the
@@ -56,6 +60,9 @@ impl Violation for ExplicitSynchronize {
     const CALLS: Calls = Calls::Any;
 
     fn message(&self) -> String {
+        if self.call == ".query()" {
+            return "`.query()` asks a stream or event whether its work finished, which capture forbids".to_string();
+        }
         format!("`{}` blocks the host until the GPU catches up", self.call)
     }
 
@@ -122,7 +129,7 @@ fn explicit_synchronize(checker: &mut Checker, call: &ast::ExprCall) {
         checker.report(
             ExplicitSynchronize {
                 call: format!(".{method}()"),
-                deliberate: fence || times_gpu_work(checker),
+                deliberate: fence || method == "query" || times_gpu_work(checker),
             },
             call.range(),
         );
