@@ -23,7 +23,7 @@
 //! parameter none of them names keeps its default there.
 
 use super::args::{bound, param_of};
-use super::given::fallback_params;
+use super::given::{fallback_params, own_optional};
 use super::index::{NodeId, ProjectIndex};
 use crate::summary::{ArgKey, CallSite, Const, FunctionSummary, ParamTest, Splat};
 use rayon::prelude::*;
@@ -293,14 +293,7 @@ fn given(
     if let Some((_, c)) = site.const_args().iter().find(|(k, _)| k == key) {
         return Some(Passed::Always(*c));
     }
-    let own_optional = site.param_args.iter().any(|(k, name)| {
-        k == key
-            && caller
-                .params
-                .iter()
-                .any(|p| p.name == **name && p.default == Some(Const::None))
-    });
-    Some(if own_optional {
+    Some(if own_optional(caller, site, key).is_some() {
         Passed::Varies
     } else {
         Passed::Given

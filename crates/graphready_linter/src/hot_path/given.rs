@@ -16,7 +16,7 @@
 
 use super::args::{bound, param_of};
 use super::index::{NodeId, ProjectIndex};
-use crate::summary::{CallSite, Const, FunctionSummary, ParamTest};
+use crate::summary::{ArgKey, CallSite, Const, FunctionSummary, ParamTest};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -214,7 +214,20 @@ fn gives<'s>(
     {
         return Gives::No;
     }
-    let own = site.param_args.iter().find_map(|(k, name)| {
+    match own_optional(caller, site, key) {
+        Some(own) => Gives::Own(own),
+        None => Gives::Yes,
+    }
+}
+
+/// The caller's own parameter defaulting to `None` that a call passes as the argument `key`, as
+/// received: it may be `None`.
+pub(super) fn own_optional<'s>(
+    caller: &'s FunctionSummary,
+    site: &CallSite,
+    key: &ArgKey,
+) -> Option<&'s str> {
+    site.param_args.iter().find_map(|(k, name)| {
         (k == key)
             .then(|| {
                 caller
@@ -223,11 +236,8 @@ fn gives<'s>(
                     .find(|p| *p.name == **name && p.default == Some(Const::None))
             })
             .flatten()
-    });
-    match own {
-        Some(own) => Gives::Own(own.name.as_str()),
-        None => Gives::Yes,
-    }
+            .map(|p| p.name.as_str())
+    })
 }
 
 /// The call sites (function, position among its calls) made where a given parameter is `None`:
