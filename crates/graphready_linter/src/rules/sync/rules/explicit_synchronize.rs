@@ -70,8 +70,8 @@ impl Violation for ExplicitSynchronize {
         Some("Order work on the device with `wait_stream`/`wait_event`, or move the wait out of the captured step".to_string())
     }
 
-    /// A wait on an event fences one piece of work, and a wait before a clock reading
-    /// measures: problems only while capturing.
+    /// A wait on an event fences one piece of work, a wait before a clock reading measures,
+    /// and `.query()` waits for nothing: problems only while capturing.
     fn captured_only(&self) -> bool {
         self.deliberate
     }
