@@ -17,7 +17,7 @@ use ruff_python_ast::{self as ast, Expr};
 /// instance's own state) are made again and stay checked. Also `if not hasattr(self, "t"):`
 /// whose body sets `self.t` (an assignment, `register_buffer("t", ...)` or `setattr`). The
 /// per-key forms also hold for a dict on `self` (`t = self.cache.get(key)`, `if key not in
-/// self.cache:`).
+/// self.cache:`, and an `or` of such tests whose body fills in every cache).
 pub fn is_lazy_init(
     model: &SemanticModel,
     if_stmt: &ast::StmtIf,
@@ -25,6 +25,24 @@ pub fn is_lazy_init(
 ) -> bool {
     if is_lazy_attribute(model, if_stmt) {
         return true;
+    }
+    // `if key not in self.kv or key not in self.rope:` whose body fills in both: once per key.
+    if let Expr::BoolOp(ast::ExprBoolOp {
+        op: ast::BoolOp::Or,
+        values,
+        ..
+    }) = &*if_stmt.test
+    {
+        return values.iter().all(|value| match value {
+            Expr::Compare(compare) => match (&*compare.ops, &*compare.comparators) {
+                ([ast::CmpOp::NotIn], [cache]) => {
+                    is_lasting_cache(model, cache)
+                        && stores_key(&if_stmt.body, cache, &compare.left)
+                }
+                _ => false,
+            },
+            _ => false,
+        });
     }
     let Expr::Compare(compare) = &*if_stmt.test else {
         return false;
@@ -156,8 +174,11 @@ pub fn is_converging<'s>(model: &SemanticModel, if_stmt: &'s ast::StmtIf) -> boo
 /// self.t` then `if t is not None: return t`) followed by code that sets `self.t`, on a class
 /// that lasts, or `if _CACHE is not None: return _CACHE` (an `or` with a failure flag too)
 /// followed by code that sets the module global `_CACHE`, or `if key in self._done: return`
-/// followed by code that records the key (`self._done.add(key)`) in a container that lasts. The
-/// code after it runs once (per key), in the warm-up.
+/// followed by code that records the key (`self._done.add(key)`) in a container that lasts, or
+/// `t = self.memo.get(key)` then `if t is not None: return t` followed by code that stores
+/// `self.memo[key]`. The cache may be read with `getattr(self, "t", None)`, and may remember its
+/// key (`if t is not None and t[0] == key: return t[1]`, the rest setting `self.t`). The code
+/// after it runs once (per key), in the warm-up.
 pub fn is_lazy_early_return(
     model: &SemanticModel,
     if_stmt: &ast::StmtIf,
@@ -201,7 +222,17 @@ pub fn is_lazy_early_return(
             }
         }
     }
-    let (receiver, name) = match &*if_stmt.test {
+    // `if cached is not None and cached[0] == key: return cached[1]`: a one-entry cache that
+    // remembers its key; the rest runs again only when the key changes.
+    let test = match &*if_stmt.test {
+        Expr::BoolOp(ast::ExprBoolOp {
+            op: ast::BoolOp::And,
+            values,
+            ..
+        }) => &values[0],
+        single => single,
+    };
+    let (receiver, name) = match test {
         Expr::Compare(compare)
             if matches!(&*compare.ops, [ast::CmpOp::IsNot])
                 && matches!(&compare.comparators[0], Expr::NoneLiteral(_)) =>
@@ -217,6 +248,23 @@ pub fn is_lazy_early_return(
             match tested {
                 Expr::Attribute(attribute) => match &*attribute.value {
                     Expr::Name(receiver) => (receiver.id.as_str(), attribute.attr.as_str()),
+                    _ => return false,
+                },
+                // `cached = getattr(self, "_memo", None)`.
+                Expr::Call(call) => match (&*call.func, &*call.arguments.args) {
+                    (
+                        Expr::Name(function),
+                        [Expr::Name(receiver), Expr::StringLiteral(name), Expr::NoneLiteral(_)],
+                    ) if function.id.as_str() == "getattr" => {
+                        (receiver.id.as_str(), name.value.to_str())
+                    }
+                    // `plan = self.plans.get(key)`, then the rest stores `self.plans[key]`.
+                    (Expr::Attribute(get), [key])
+                        if get.attr.as_str() == "get" && call.arguments.keywords.is_empty() =>
+                    {
+                        return is_lasting_cache(model, &get.value)
+                            && stores_key(rest, &get.value, key);
+                    }
                     _ => return false,
                 },
                 _ => return false,
