@@ -48,6 +48,16 @@ impl SemanticModel<'_> {
         // `torch.cat([a_cpu, b_cpu])`).
         let first = first?;
         let ty = match first {
+            // `torch.cat([torch.zeros(1), prefix])`: joining needs every part on one device, so
+            // one part known to be made on the host puts the result there.
+            Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. })
+                if JOINS.contains(&name)
+                    && elts.iter().any(|elt| {
+                        matches!(self.ty(elt), Ty::PinnedTensor | Ty::PageableTensor)
+                    }) =>
+            {
+                return Some(Ty::PageableTensor);
+            }
             Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. })
                 if !elts.is_empty() && elts.iter().all(|elt| self.ty(elt).is_host_tensor()) =>
             {
@@ -256,6 +266,19 @@ pub(super) fn subscript_memory(receiver: Ty, index: &Expr, index_ty: impl Fn(&Ex
         (_, None) => Ty::CpuTensor,
     }
 }
+
+/// Functions that join tensors, which must all live on one device.
+const JOINS: &[&str] = &[
+    "cat",
+    "concat",
+    "concatenate",
+    "stack",
+    "hstack",
+    "vstack",
+    "dstack",
+    "column_stack",
+    "row_stack",
+];
 
 /// What `torch.as_tensor(data)` and `torch.from_numpy(array)` share or copy: a host tensor's
 /// memory is shared (pinning kept), a Python list or scalar is copied into pageable memory, a
