@@ -469,7 +469,12 @@ impl<'a> Visitor<'a> for Checker<'a> {
 
     fn visit_expr(&mut self, expr: &'a Expr) {
         match expr {
-            Expr::Lambda(_) => {
+            Expr::Lambda(lambda) => {
+                // A message callable (`torch._check(cond, lambda: f"... {t}")`) is formatted
+                // only when the check fails: nothing in it runs in the step.
+                if lambda.parameters.is_none() && is_text(&lambda.body) {
+                    return;
+                }
                 // Lambda parameters shadow outer names; their bodies are rarely where syncs hide.
                 self.model.push_scope(false);
                 visitor::walk_expr(self, expr);
@@ -558,5 +563,20 @@ impl<'a> Visitor<'a> for Checker<'a> {
             self.visit_expr(condition);
             self.truth_test(condition);
         }
+    }
+}
+
+/// Text built by formatting: an f-string, `"...".format(...)` or `"..." % ...`.
+fn is_text(expr: &Expr) -> bool {
+    match expr {
+        Expr::FString(_) => true,
+        Expr::Call(call) => matches!(&*call.func, Expr::Attribute(attribute)
+            if attribute.attr.id.as_str() == "format"
+                && matches!(&*attribute.value, Expr::StringLiteral(_))),
+        Expr::BinOp(binop) => {
+            matches!(binop.op, ast::Operator::Mod | ast::Operator::Add)
+                && matches!(&*binop.left, Expr::StringLiteral(_) | Expr::FString(_))
+        }
+        _ => false,
     }
 }
