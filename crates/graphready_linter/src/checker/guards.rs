@@ -7,7 +7,8 @@
 //! `semantic::predicates`), `x.is_cuda` (a CPU tensor never syncs a device), a module's
 //! `self.training` (inference, captured or not, runs in eval mode: SpecAugment masking and
 //! dropout seeds under `if self.training:` never run there), debug switches (a flag or
-//! environment variable that says `debug`), platform tests for devices without CUDA graphs
+//! environment variable that says `debug`), training labels (`if labels is not None:`: the
+//! loss, which inference never asks for), platform tests for devices without CUDA graphs
 //! (`current_platform.is_xpu()`, `_is_npu`), the device fallback for a missing host mirror
 //! (`if seq_lens_cpu is None:`) and the configured debug guards.
 
@@ -122,6 +123,8 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
         {
             !negated
         }
+        // `if labels is not None:`: the training loss, which inference never asks for.
+        Expr::Compare(compare) if training_labels(model, compare, negated) => true,
         Expr::Compare(compare) if negated => {
             // `x.device.type == "cuda"` is false only for host tensors.
             compare.ops.len() == 1
@@ -147,6 +150,25 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
         Expr::Name(name) if !negated => model.is_false_while_capturing(name.id.as_str()),
         _ => negated && model.ty(test) == Ty::CaptureFlag,
     }
+}
+
+/// Whether `compare`, evaluated to `!negated`, says that the function was given training labels:
+/// `labels is not None` (or `labels is None` negated) of a parameter named `labels` or
+/// `*_labels`. Hugging Face models take the targets of the training loss this way, and compute
+/// the loss only when given them; generation and serving never pass them.
+fn training_labels(model: &SemanticModel, compare: &ast::ExprCompare, negated: bool) -> bool {
+    let ([op], [Expr::NoneLiteral(_)], Expr::Name(name)) =
+        (&*compare.ops, &*compare.comparators, &*compare.left)
+    else {
+        return false;
+    };
+    let given = match op {
+        ast::CmpOp::IsNot => !negated,
+        ast::CmpOp::Is => negated,
+        _ => return false,
+    };
+    let name = name.id.as_str();
+    given && (name == "labels" || name.ends_with("_labels")) && model.is_parameter(name)
 }
 
 /// Whether `test` is `isinstance(name, torch.Tensor)` (or `torch.nn.Parameter`) of a name that
