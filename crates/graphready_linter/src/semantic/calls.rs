@@ -89,6 +89,13 @@ impl SemanticModel<'_> {
                     return host;
                 }
             }
+            // `torch.max(lens_cpu, dim=1)`: the values and indices of a host tensor.
+            if ty == Ty::TensorSeq
+                && self.on_host_device(call)
+                && self.host_function_ty(&qualified, call).is_some()
+            {
+                return Ty::HostTensorSeq;
+            }
             return ty;
         }
         match &*call.func {

@@ -497,6 +497,17 @@ impl<'a> SemanticModel<'a> {
         if let Some(ty) = self.known_attribute(attribute) {
             return ty;
         }
+        // The `(values, indices)` of a reduction, sort or top-k (`x.max(dim=1).values`) live
+        // where the tensor they were computed from lives, in new memory.
+        if matches!(attr, "values" | "indices") {
+            match self.ty(&attribute.value) {
+                Ty::TensorSeq => return Ty::Tensor,
+                ty if ty == Ty::HostTensorSeq || ty.is_host_tensor() => {
+                    return Ty::PageableTensor;
+                }
+                _ => {}
+            }
+        }
         if let Some(class) = self.instance_class(&attribute.value) {
             return match self.class_attribute(class, attr, 4).unwrap_or_default() {
                 Ty::Unknown | Ty::Tensor if host_named(attr) => Ty::CpuTensor,
