@@ -446,6 +446,13 @@ impl<'a> SemanticModel<'a> {
             Expr::If(if_expr) => match (&*if_expr.body, &*if_expr.orelse) {
                 // `x if cond else None` is used as `x`: the `None` case fails on use.
                 (value, Expr::NoneLiteral(_)) | (Expr::NoneLiteral(_), value) => self.ty(value),
+                // `g.cpu() if g.is_cuda else g`: `g` is kept only when it is on the host.
+                (body, orelse) if kept_on_host(&if_expr.test, false, orelse) => {
+                    self.ty(body).join(Ty::CpuTensor)
+                }
+                (body, orelse) if kept_on_host(&if_expr.test, true, body) => {
+                    Ty::CpuTensor.join(self.ty(orelse))
+                }
                 (body, orelse) => self.ty(body).join(self.ty(orelse)),
             },
             Expr::Tuple(tuple) if !tuple.elts.is_empty() => {
@@ -556,6 +563,23 @@ impl SemanticModel<'_> {
             Ty::HostList => Ty::HostLists,
             _ => Ty::Host,
         }
+    }
+}
+
+/// Whether `kept` is the tensor that `test`, evaluated to `holds`, says is not on the device:
+/// `g` in `... if g.is_cuda else g` (`holds` false) or in `g if not g.is_cuda else ...`.
+fn kept_on_host(test: &Expr, holds: bool, kept: &Expr) -> bool {
+    match test {
+        Expr::UnaryOp(ast::ExprUnaryOp {
+            op: ast::UnaryOp::Not,
+            operand,
+            ..
+        }) => kept_on_host(operand, !holds, kept),
+        Expr::Attribute(attribute) if !holds && attribute.attr.id.as_str() == "is_cuda" => {
+            matches!((&*attribute.value, kept), (Expr::Name(tested), Expr::Name(kept))
+                if tested.id == kept.id)
+        }
+        _ => false,
     }
 }
 
