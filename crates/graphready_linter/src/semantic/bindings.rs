@@ -2,9 +2,9 @@
 //! after `x = ...`, `for a, b in zip(xs, ys)`, `isinstance(x, torch.Tensor)` or a test that
 //! proves a value lives on the host.
 
+use super::attributes::attribute_path;
 use super::model::{Binding, SemanticModel};
 use super::syntax::host_named;
-use super::types::attribute_path;
 use super::types::Ty;
 use ruff_python_ast::{self as ast, Expr};
 

@@ -3,6 +3,7 @@
 //! tells device tensors, host tensors, NumPy arrays and host values apart.
 
 mod annotations;
+mod attributes;
 mod bindings;
 mod cache;
 mod calls;
