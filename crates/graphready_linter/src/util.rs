@@ -115,7 +115,7 @@ pub(crate) fn is_other_platform(test: &Expr) -> bool {
     })
 }
 
-/// A debug switch: a name or attribute that says `debug` or `diagnostic` (`DEBUG`,
+/// A debug switch: a name or attribute that says `debug`, `diagnostic` or `verbose` (`DEBUG`,
 /// `self.debug_mode`, `envs.SGLANG_DEBUG_MEMORY_POOL`), its `.get()`, a call without arguments
 /// of a function whose name says it (`diagnostics_enabled()`), or an environment variable read
 /// whose key says it (`get_bool_env_var("SGLANG_DEBUG_MEMORY_POOL")`, `os.getenv("MY_DEBUG")`).
@@ -126,7 +126,7 @@ pub(crate) fn is_debug_switch(test: &Expr) -> bool {
                 .windows(word.len())
                 .any(|window| window.eq_ignore_ascii_case(word))
         };
-        says(b"debug") || says(b"diagnostic")
+        says(b"debug") || says(b"diagnostic") || says(b"verbose")
     }
     match test {
         Expr::Name(name) => says_debug(name.id.as_str()),
