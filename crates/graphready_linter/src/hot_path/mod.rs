@@ -17,6 +17,7 @@ mod given;
 mod guesses;
 mod held;
 mod hierarchy;
+mod host_copies;
 mod index;
 mod invocations;
 mod invoke;
@@ -309,6 +310,7 @@ impl<'s> HotPath<'s> {
             .set(constants::dead_sites(&index, &constants));
         let mut captured = FxHashMap::default();
         let mut eager_hits = Vec::new();
+        let copies = host_copies::host_copies(&index);
         // What the step search and the parameter stage need besides the captured set, on the
         // other core meanwhile.
         let (given, (by_name, once, property_reads, attribute_types)) = rayon::join(
@@ -350,7 +352,7 @@ impl<'s> HotPath<'s> {
                     .filter(|node| index.runs_once_always(*node))
                     .collect();
                 let property_reads = properties::property_reads(&index);
-                let attribute_types = properties::attribute_types(&index);
+                let attribute_types = properties::attribute_types(&index, &copies);
                 (by_name, once, property_reads, attribute_types)
             },
         );
@@ -420,7 +422,7 @@ impl<'s> HotPath<'s> {
             .chain(&drivers)
             .copied();
         let mut attribute_types = attribute_types;
-        param_classes::add_attribute_types(&index, reached, &mut attribute_types);
+        param_classes::add_attribute_types(&index, reached, &copies, &mut attribute_types);
         let call_returns = returns::call_returns(&index, captured.keys().chain(stalled.keys()));
         let mut eager: Vec<NodeId> = eager.into_iter().collect();
         eager.sort();

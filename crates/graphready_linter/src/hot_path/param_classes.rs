@@ -15,6 +15,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 pub(super) fn add_attribute_types(
     index: &ProjectIndex,
     callers: impl Iterator<Item = NodeId>,
+    copies: &super::properties::HostCopies,
     out: &mut FxHashMap<NodeId, Vec<AttributeType>>,
 ) {
     let callers: Vec<NodeId> = callers.collect();
@@ -79,7 +80,7 @@ pub(super) fn add_attribute_types(
         };
         for class in classes.iter().flat_map(|&class| index.lineage(class, 16)) {
             let known = out.entry(callee).or_default();
-            super::properties::push_host_fields(index, class, param, known);
+            super::properties::push_host_fields(index, copies, class, param, known);
         }
     }
     out.retain(|_, known| !known.is_empty());

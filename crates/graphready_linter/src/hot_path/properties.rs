@@ -7,7 +7,7 @@
 //! read through such a parameter, they are host values.
 
 use super::index::{ClassId, NodeId, ProjectIndex};
-use crate::semantic::{AttributeType, PropertyRead};
+use crate::semantic::{AttributeType, PropertyRead, Ty};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -83,12 +83,17 @@ fn typed_params<'i>(index: &'i ProjectIndex, node: NodeId) -> Vec<(&'i str, Vec<
 /// The host-data fields each function's class-typed parameters carry, by the annotations of
 /// their classes' bodies and bases' (`input_batch: InputBatch` whose dataclass says
 /// `num_scheduled_tokens: np.ndarray`): `(receiver, attribute, type)`, for every function with
-/// one. `self` is left out: the class's own module already knows its fields.
-pub(super) fn attribute_types(index: &ProjectIndex) -> FxHashMap<NodeId, Vec<AttributeType>> {
-    if !index
-        .modules()
-        .iter()
-        .any(|m| m.classes.iter().any(|c| !c.host_fields.is_empty()))
+/// one, with the fields the classes replace with host copies (`copies`, see
+/// [`super::host_copies`]). `self` is left out: the class's own module already knows its fields.
+pub(super) fn attribute_types(
+    index: &ProjectIndex,
+    copies: &HostCopies,
+) -> FxHashMap<NodeId, Vec<AttributeType>> {
+    if copies.is_empty()
+        && !index
+            .modules()
+            .iter()
+            .any(|m| m.classes.iter().any(|c| !c.host_fields.is_empty()))
     {
         return FxHashMap::default();
     }
@@ -106,7 +111,7 @@ pub(super) fn attribute_types(index: &ProjectIndex) -> FxHashMap<NodeId, Vec<Att
                     .rev()
                     .flat_map(|&class| index.lineage(class, 16));
                 for class in lineages {
-                    push_host_fields(index, class, param, &mut found);
+                    push_host_fields(index, copies, class, param, &mut found);
                 }
             }
             (!found.is_empty()).then_some((node, found))
@@ -114,14 +119,20 @@ pub(super) fn attribute_types(index: &ProjectIndex) -> FxHashMap<NodeId, Vec<Att
         .collect()
 }
 
-/// The host-data fields of one class, read through `receiver`, added to `found` (once each).
+/// The fields each class replaces with host copies of themselves.
+pub(super) type HostCopies = FxHashMap<ClassId, Vec<(String, Ty)>>;
+
+/// The host-data fields of one class, read through `receiver`, added to `found` (once each):
+/// those it declares, then those it replaces with host copies.
 pub(super) fn push_host_fields(
     index: &ProjectIndex,
+    copies: &HostCopies,
     class: ClassId,
     receiver: &str,
     found: &mut Vec<AttributeType>,
 ) {
-    for (field, ty) in &index.class_summary(class).host_fields {
+    let copied = copies.get(&class).into_iter().flatten();
+    for (field, ty) in index.class_summary(class).host_fields.iter().chain(copied) {
         if !found
             .iter()
             .any(|f| f.receiver == receiver && f.field == *field)

@@ -321,6 +321,15 @@ impl ProjectIndex<'_> {
         root
     }
 
+    /// The classes `instance.name` holds an instance of, for an instance of `class`.
+    pub(super) fn field_classes(&self, class: ClassId, name: &str) -> Vec<ClassId> {
+        let value = self.field_type(class, name, MAX_DEPTH);
+        if value.elements || value.class_object {
+            return Vec::new();
+        }
+        value.classes
+    }
+
     /// The type of `instance.name` for an instance of `class`: its own fields and the
     /// instances its attributes hold, then its bases'.
     fn field_type(&self, class: ClassId, name: &str, depth: u8) -> TypeVal {

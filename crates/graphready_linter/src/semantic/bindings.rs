@@ -96,9 +96,44 @@ impl<'a> SemanticModel<'a> {
 
     /// What a device test says of a tensor name, when it holds and when it fails: `x.is_cpu`
     /// makes `x` a host tensor, or a device tensor where the test failed (`else`); `x.is_cuda`
-    /// a device tensor where it held; `not` swaps the two.
+    /// a device tensor where it held; `x.device.type == "cpu"` (or `x.device == "cpu"`) a host
+    /// tensor where it held, nothing where it failed (another device may be meant); `not` and
+    /// `!=` swap the two.
     pub fn device_narrowing(&self, test: &'a Expr) -> Option<(&'a str, Option<Ty>, Option<Ty>)> {
         match test {
+            Expr::Compare(compare) => {
+                let ([op], [right]) = (&*compare.ops, &*compare.comparators) else {
+                    return None;
+                };
+                let device = match &*compare.left {
+                    Expr::Attribute(kind) if kind.attr.as_str() == "type" => &*kind.value,
+                    other => other,
+                };
+                let Expr::Attribute(device) = device else {
+                    return None;
+                };
+                let Expr::Name(subject) = &*device.value else {
+                    return None;
+                };
+                if device.attr.as_str() != "device" || !super::is_cpu_device(right) {
+                    return None;
+                }
+                let current = self.ty(&device.value);
+                let host = if current.is_host_tensor() {
+                    current
+                } else {
+                    Ty::CpuTensor
+                };
+                match op {
+                    ast::CmpOp::Eq | ast::CmpOp::Is => {
+                        Some((subject.id.as_str(), Some(host), None))
+                    }
+                    ast::CmpOp::NotEq | ast::CmpOp::IsNot => {
+                        Some((subject.id.as_str(), None, Some(host)))
+                    }
+                    _ => None,
+                }
+            }
             Expr::UnaryOp(ast::ExprUnaryOp {
                 op: ast::UnaryOp::Not,
                 operand,

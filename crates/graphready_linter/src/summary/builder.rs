@@ -19,6 +19,7 @@ mod calls;
 mod capture;
 mod classes;
 mod custom_ops;
+mod host_copies;
 mod lookups;
 mod model_runs;
 mod returns;

@@ -309,6 +309,8 @@ pub struct ClassSummary {
     /// Fields the class body annotates as host data (`num_scheduled_tokens: np.ndarray`,
     /// `req_ids: list[int]`), with their types.
     pub host_fields: Vec<(String, crate::semantic::Ty)>,
+    /// Fields a method replaces with a host copy of themselves (see [`HostCopy`]).
+    pub host_copies: Vec<HostCopy>,
     pub methods: Vec<String>,
     /// Methods that prepare CUDA-graph capture and that the class leaves to its subclasses:
     /// named for CUDA graphs, abstract or only raising `NotImplementedError`
@@ -320,6 +322,21 @@ pub struct ClassSummary {
     /// be instantiated), or its name or its module says it serves a device without CUDA graphs
     /// (`PunicaWrapperCPU`). Its methods run there only where a subclass inherits them.
     pub no_instance: bool,
+}
+
+/// A field a method of the class replaces with a host copy of itself: `self.next_token_ids =
+/// async_d2h(self.next_token_ids)`, `self.output.logprobs = self.output.logprobs.to("cpu",
+/// non_blocking=True)`. Readers of the field outside the class see host data once the class
+/// has copied it (an overlapped scheduler reads a step's results after the copy's event).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostCopy {
+    /// The attribute of `self` holding the object whose field is replaced
+    /// (`self.<holder>.<field> = ...`); `None` for the class's own field.
+    pub holder: Option<String>,
+    pub field: String,
+    /// The function whose result replaces the field when that is all the module knows of it:
+    /// the index decides by its return. `None` when the value is a move to the host.
+    pub via: Option<Ref>,
 }
 
 /// Whether a method's name speaks of CUDA graphs (`init_cuda_graph_state`,

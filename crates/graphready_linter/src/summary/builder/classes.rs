@@ -87,7 +87,11 @@ impl<'a> SummaryBuilder<'a> {
                     self_param.parameter.name.id.as_str(),
                     &mut assignments,
                 );
+                let self_name = self_param.parameter.name.id.as_str();
                 for (attribute, value) in assignments {
+                    if let Some(copy) = self.host_copy(model, self_name, &attribute, value) {
+                        summary.host_copies.push(copy);
+                    }
                     let refs = self.constructed(model, value);
                     if !refs.is_empty() {
                         summary
