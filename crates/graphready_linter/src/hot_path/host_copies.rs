@@ -9,7 +9,8 @@
 use super::index::{Definition, ProjectIndex};
 use crate::semantic::Ty;
 
-/// Per class, the fields some method replaces with host copies, typed as host tensors.
+/// Per class, the fields some method replaces with host copies, typed as host tensors (lists
+/// of them where the copy is element-wise).
 pub(super) fn host_copies(index: &ProjectIndex) -> super::properties::HostCopies {
     let mut out = super::properties::HostCopies::default();
     for (m, module) in index.modules().iter().enumerate() {
@@ -33,8 +34,13 @@ pub(super) fn host_copies(index: &ProjectIndex) -> super::properties::HostCopies
                 };
                 for owner in owners {
                     let fields = out.entry(owner).or_default();
+                    let ty = if copy.elements {
+                        Ty::HostTensorSeq
+                    } else {
+                        Ty::CpuTensor
+                    };
                     if !fields.iter().any(|(field, _)| *field == copy.field) {
-                        fields.push((copy.field.clone(), Ty::CpuTensor));
+                        fields.push((copy.field.clone(), ty));
                     }
                 }
             }

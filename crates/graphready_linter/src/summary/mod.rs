@@ -337,6 +337,9 @@ pub struct HostCopy {
     /// The function whose result replaces the field when that is all the module knows of it:
     /// the index decides by its return. `None` when the value is a move to the host.
     pub via: Option<Ref>,
+    /// The field is a list copied element by element (`self.vals = [async_d2h(v) for v in
+    /// self.vals]`): a list of host tensors.
+    pub elements: bool,
 }
 
 /// Whether a method's name speaks of CUDA graphs (`init_cuda_graph_state`,

@@ -8,8 +8,8 @@ use ruff_python_ast::{self as ast, Expr};
 impl SummaryBuilder<'_> {
     /// The host copy `self.<key> = <value>` makes, if it makes one: the value is a call that
     /// takes the field itself (`async_d2h(self.next_token_ids)`, its return decided by the
-    /// index), or a move of the field to the host (`self.x.to("cpu", non_blocking=True)`,
-    /// `self.x.cpu()`).
+    /// index), a move of the field to the host (`self.x.to("cpu", non_blocking=True)`,
+    /// `self.x.cpu()`), or a list of such calls on the elements of the field.
     pub(super) fn host_copy(
         &self,
         model: &SemanticModel,
@@ -17,14 +17,48 @@ impl SummaryBuilder<'_> {
         key: &str,
         value: &Expr,
     ) -> Option<HostCopy> {
-        let Expr::Call(call) = value else {
-            return None;
-        };
         let (holder, field) = match key.split_once('.') {
             Some((holder, field)) => (Some(holder.to_string()), field.to_string()),
             None => (None, key.to_string()),
         };
         let is_target = |expr: &Expr| reads_field(expr, self_name, key);
+        // `[async_d2h(v) if torch.is_tensor(v) else v for v in self.vals]`.
+        if let Expr::ListComp(comprehension) = value {
+            let [generator] = &*comprehension.generators else {
+                return None;
+            };
+            let Expr::Name(element) = &generator.target else {
+                return None;
+            };
+            if !is_target(&generator.iter) || !generator.ifs.is_empty() {
+                return None;
+            }
+            let call = match &*comprehension.elt {
+                Expr::Call(call) => call,
+                Expr::If(choice) => match (&*choice.body, &*choice.orelse) {
+                    (Expr::Call(call), Expr::Name(kept)) if kept.id == element.id => call,
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            let takes_element = matches!(
+                &*call.arguments.args,
+                [Expr::Name(arg)] if arg.id == element.id
+            );
+            if !takes_element {
+                return None;
+            }
+            let via = self.reference(model, &call.func)?;
+            return Some(HostCopy {
+                holder,
+                field,
+                via: Some(via),
+                elements: true,
+            });
+        }
+        let Expr::Call(call) = value else {
+            return None;
+        };
         if let Expr::Attribute(method) = &*call.func {
             if is_target(&method.value) {
                 let moved = match method.attr.id.as_str() {
@@ -36,6 +70,7 @@ impl SummaryBuilder<'_> {
                     holder,
                     field,
                     via: None,
+                    elements: false,
                 });
             }
         }
@@ -53,6 +88,7 @@ impl SummaryBuilder<'_> {
             holder,
             field,
             via: Some(via),
+            elements: false,
         })
     }
 }
