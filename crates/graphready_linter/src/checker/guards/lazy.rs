@@ -398,21 +398,29 @@ fn stores_key(body: &[ast::Stmt], cache: &Expr, key: &Expr) -> bool {
     })
 }
 
-/// A container that outlives the call: a module global, or an attribute of `self` on a class
-/// that lasts.
+/// A container that outlives the call: a module global, an attribute of `self` on a class
+/// that lasts, or a cache an object the function is handed carries (`context.mask_cache`, a
+/// model's cache passed down in a context object): its name says it outlives the call.
 fn is_lasting_cache(model: &SemanticModel, cache: &Expr) -> bool {
     match cache {
         Expr::Name(name) => model.is_module_global(name.id.as_str()),
         Expr::Attribute(attribute) => match &*attribute.value {
-            Expr::Name(receiver) => {
-                model.self_name() == Some(receiver.id.as_str())
-                    && model
-                        .is_lasting_self_attribute(receiver.id.as_str(), attribute.attr.as_str())
+            Expr::Name(receiver) if model.self_name() == Some(receiver.id.as_str()) => {
+                model.is_lasting_self_attribute(receiver.id.as_str(), attribute.attr.as_str())
             }
+            Expr::Name(_) => names_cache(attribute.attr.as_str()),
             _ => false,
         },
         _ => false,
     }
+}
+
+/// An attribute named as a cache: `mask_cache`, `_plan_cache`, `cache`.
+fn names_cache(attribute: &str) -> bool {
+    attribute
+        .trim_start_matches('_')
+        .split('_')
+        .any(|word| word == "cache" || word == "memo")
 }
 
 /// Whether a block assigns a name (a module global it declares `global`), anywhere in it
