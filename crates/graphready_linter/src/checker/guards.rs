@@ -113,6 +113,15 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
         test if !negated && crate::util::is_other_platform(test) => true,
         // `if not current_platform.is_cuda_alike():` likewise.
         test if negated && graph_gpus(std::slice::from_ref(test)) => true,
+        // `if not torch.cuda.is_available():`: no accelerator, no graph. Code after `if
+        // torch.cuda.is_available() and is_capturing(): raise ...` runs when either is false.
+        Expr::Call(call)
+            if negated
+                && call.arguments.is_empty()
+                && model.is(&call.func, "torch.cuda.is_available") =>
+        {
+            true
+        }
         // `any_visual` set to `False` where the code captures: `if any_visual:` runs outside.
         Expr::Name(name) if !negated && model.is_false_while_capturing(name.id.as_str()) => true,
         Expr::Attribute(attribute) if attribute.attr.id.as_str() == "is_cuda" => negated,
