@@ -134,6 +134,8 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
         }
         // `if labels is not None:`: the training loss, which inference never asks for.
         Expr::Compare(compare) if training_labels(model, compare, negated) => true,
+        // `if cg is None:` with `cg = buffers if capturing else None`.
+        Expr::Compare(_) if model.tests_capture_only_none(test, negated) => true,
         Expr::Compare(compare) if negated => {
             // `x.device.type == "cuda"` is false only for host tensors.
             compare.ops.len() == 1
@@ -224,6 +226,8 @@ pub fn outside_capture(model: &SemanticModel, test: &Expr, negated: bool) -> boo
         }
         // A name that is false while capturing (see `Checker::visit_if`).
         Expr::Name(name) if !negated => model.is_false_while_capturing(name.id.as_str()),
+        // `if cg is None:` with `cg = buffers if capturing else None`.
+        Expr::Compare(_) => model.tests_capture_only_none(test, negated),
         _ => negated && model.ty(test) == Ty::CaptureFlag,
     }
 }

@@ -390,6 +390,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 for target in &assign.targets {
                     self.visit_expr(target);
                     self.model.bind_assignment(target, &assign.value);
+                    self.model.learn_capture_assignment(target, &assign.value);
                     self.summary.assignment(&self.model, target, &assign.value);
                 }
             }

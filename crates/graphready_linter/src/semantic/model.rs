@@ -217,6 +217,9 @@ impl<'a> SemanticModel<'a> {
         if !scope.capture_false.is_empty() {
             scope.capture_false.remove(name);
         }
+        if !scope.capture_only.is_empty() {
+            scope.capture_only.remove(name);
+        }
         if !scope.param_views.is_empty() {
             scope.param_views.remove(name);
         }

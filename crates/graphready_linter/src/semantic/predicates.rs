@@ -125,6 +125,75 @@ impl<'a> SemanticModel<'a> {
             !scope.capture_false.is_empty() && scope.capture_false.contains(name)
         })
     }
+
+    /// Learns what an assignment to a name says about capture: `cg = buffers if capturing else
+    /// None` holds a value only while capturing; `use_naive = _is_xpu or (cg is None and
+    /// small)` is false while capturing (on a GPU whose graphs the engine captures).
+    pub fn learn_capture_assignment(&mut self, target: &'a Expr, value: &Expr) {
+        let Expr::Name(name) = target else {
+            return;
+        };
+        if let Expr::If(choice) = value {
+            let captured_value = match (&*choice.body, &*choice.orelse) {
+                (body, Expr::NoneLiteral(_)) if !body.is_none_literal_expr() => {
+                    self.ty(&choice.test) == Ty::CaptureFlag
+                }
+                _ => false,
+            };
+            if captured_value {
+                self.invalidate();
+                self.current().capture_only.insert(name.id.as_str());
+                return;
+            }
+        }
+        if self.false_while_capturing(value) {
+            self.mark_false_while_capturing(name.id.as_str());
+        }
+    }
+
+    /// Whether `name is None` (or, `negated`, the failure of `name is not None`) tests a name
+    /// that holds a value only while capturing: the test is false while capturing.
+    pub fn tests_capture_only_none(&self, test: &Expr, negated: bool) -> bool {
+        let Expr::Compare(compare) = test else {
+            return false;
+        };
+        let ([op], [Expr::NoneLiteral(_)], Expr::Name(name)) =
+            (&*compare.ops, &*compare.comparators, &*compare.left)
+        else {
+            return false;
+        };
+        let missing = match op {
+            ast::CmpOp::Is => !negated,
+            ast::CmpOp::IsNot => negated,
+            _ => false,
+        };
+        missing
+            && self.scopes.last().is_some_and(|scope| {
+                !scope.capture_only.is_empty() && scope.capture_only.contains(name.id.as_str())
+            })
+    }
+
+    /// Whether a host value is false whenever the code runs captured: a name known to be, `not`
+    /// of a capture flag, `cg is None` of a name that holds a value only while capturing, an
+    /// `and` with such an operand, an `or` whose every operand is one or tests another platform.
+    fn false_while_capturing(&self, value: &Expr) -> bool {
+        match value {
+            Expr::Name(name) => self.is_false_while_capturing(name.id.as_str()),
+            Expr::UnaryOp(ast::ExprUnaryOp {
+                op: ast::UnaryOp::Not,
+                operand,
+                ..
+            }) => self.ty(operand) == Ty::CaptureFlag,
+            Expr::Compare(_) => self.tests_capture_only_none(value, false),
+            Expr::BoolOp(ast::ExprBoolOp { op, values, .. }) => match op {
+                ast::BoolOp::And => values.iter().any(|v| self.false_while_capturing(v)),
+                ast::BoolOp::Or => values
+                    .iter()
+                    .all(|v| self.false_while_capturing(v) || crate::util::is_other_platform(v)),
+            },
+            _ => false,
+        }
+    }
 }
 
 #[cfg(test)]

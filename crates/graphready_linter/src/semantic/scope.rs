@@ -46,6 +46,9 @@ pub(super) struct Scope<'a> {
     /// Names a clause that runs while capturing set to a false literal, where the other clause
     /// runs only outside capture (`if not capturing: x = m.any() else: x = False`).
     pub(super) capture_false: FxHashSet<&'a str>,
+    /// Names that hold a value only while capturing and `None` otherwise (`cg = buffers if
+    /// get_is_capture_mode() else None`): `cg is None` is false while capturing.
+    pub(super) capture_only: FxHashSet<&'a str>,
 }
 
 impl Scope<'_> {
@@ -62,5 +65,6 @@ impl Scope<'_> {
         self.unpacked.clear();
         self.empty_lists.clear();
         self.capture_false.clear();
+        self.capture_only.clear();
     }
 }
