@@ -1123,8 +1123,10 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             // Once per request: a pipeline's text encoder its loader builds on its own, and the
             // inner model it holds.
             ("engine/encoders/text.py", 12),
-            // The filterbank module only a feature extractor builds.
+            // The filterbank module only a feature extractor builds, and the transform module
+            // only an engine's own image processor builds.
             ("engine/features.py", 13),
+            ("engine/features.py", 48),
             // Once per request, before the loop: the helper runs the rotary embedding it is
             // handed, not the model.
             ("engine/freqs.py", 13),

@@ -112,8 +112,17 @@ fn constructed(
         .collect()
 }
 
-/// Whether a class derives from a processing base of `transformers`.
+/// Whether a class derives from a processing base of `transformers`, or is an engine's own
+/// input processor: a plain class (no `nn.Module`) named `...Processor` that is no logits
+/// processor (`Step3VisionProcessor` composing its image transforms).
 fn is_processor(index: &ProjectIndex, class: ClassId) -> bool {
+    let name = last_name(&index.class_summary(class).name);
+    if name.ends_with("Processor")
+        && !name.contains("Logits")
+        && !index.derives_from_module(class.0, &index.class_summary(class).name)
+    {
+        return true;
+    }
     index.lineage(class, 16).into_iter().any(|class| {
         index
             .class_summary(class)

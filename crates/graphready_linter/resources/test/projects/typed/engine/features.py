@@ -41,3 +41,21 @@ class AudioModel(nn.Module):
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         return self.encoder(features)
+
+
+class ToDeviceTensor(nn.Module):
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        return image / image.amax().item()
+
+
+class VisionProcessor:
+    """An engine's own image processor (no `transformers` base): it composes its transforms,
+    a module among them, and runs them on a request's image before batching."""
+
+    def __init__(self):
+        self.transforms = [ToDeviceTensor()]
+
+    def __call__(self, image: torch.Tensor) -> torch.Tensor:
+        for transform in self.transforms:
+            image = transform(image)
+        return image
