@@ -282,15 +282,7 @@ fn falsy_assignments(body: &[Stmt]) -> impl Iterator<Item = &str> {
 
 /// The name `test` finds missing: `x is None`.
 fn none_test(test: &Expr) -> Option<&str> {
-    let Expr::Compare(compare) = test else {
-        return None;
-    };
-    match (&*compare.left, &*compare.ops, &*compare.comparators) {
-        (Expr::Name(name), [ast::CmpOp::Is], [right]) if right.is_none_literal_expr() => {
-            Some(name.id.as_str())
-        }
-        _ => None,
-    }
+    crate::semantic::none_comparison(test).and_then(|(name, is_none)| is_none.then_some(name))
 }
 
 /// Whether a block can only end by raising: its last statement raises and nothing in it

@@ -133,7 +133,7 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
             !negated
         }
         // `if labels is not None:`: the training loss, which inference never asks for.
-        Expr::Compare(compare) if training_labels(model, compare, negated) => true,
+        Expr::Compare(_) if training_labels(model, test, negated) => true,
         // `if cg is None:` with `cg = buffers if capturing else None`.
         Expr::Compare(_) if model.tests_capture_only_none(test, negated) => true,
         Expr::Compare(compare) if negated => {
@@ -163,23 +163,17 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
     }
 }
 
-/// Whether `compare`, evaluated to `!negated`, says that the function was given training labels:
+/// Whether `test`, evaluated to `!negated`, says that the function was given training labels:
 /// `labels is not None` (or `labels is None` negated) of a parameter named `labels` or
 /// `*_labels`. Hugging Face models take the targets of the training loss this way, and compute
 /// the loss only when given them; generation and serving never pass them.
-fn training_labels(model: &SemanticModel, compare: &ast::ExprCompare, negated: bool) -> bool {
-    let ([op], [Expr::NoneLiteral(_)], Expr::Name(name)) =
-        (&*compare.ops, &*compare.comparators, &*compare.left)
-    else {
+fn training_labels(model: &SemanticModel, test: &Expr, negated: bool) -> bool {
+    let Some((name, is_none)) = crate::semantic::none_comparison(test) else {
         return false;
     };
-    let given = match op {
-        ast::CmpOp::IsNot => !negated,
-        ast::CmpOp::Is => negated,
-        _ => return false,
-    };
-    let name = name.id.as_str();
-    given && (name == "labels" || name.ends_with("_labels")) && model.is_parameter(name)
+    is_none == negated
+        && (name == "labels" || name.ends_with("_labels"))
+        && model.is_parameter(name)
 }
 
 /// Whether `test` is `isinstance(name, torch.Tensor)` (or `torch.nn.Parameter`) of a name that

@@ -29,5 +29,7 @@ pub(crate) use fields::field_declarations;
 pub use host_memory::is_legacy_host_type;
 pub use model::SemanticModel;
 pub use prefill::{reads_extend_data, ModesRuledOut};
-pub use syntax::{expr_host_named, is_cpu_device, is_cpu_move, keyword, keyword_true};
+pub use syntax::{
+    expr_host_named, is_cpu_device, is_cpu_move, keyword, keyword_true, none_comparison,
+};
 pub use types::{is_sequence, Ty};

@@ -154,22 +154,12 @@ impl<'a> SemanticModel<'a> {
     /// Whether `name is None` (or, `negated`, the failure of `name is not None`) tests a name
     /// that holds a value only while capturing: the test is false while capturing.
     pub fn tests_capture_only_none(&self, test: &Expr, negated: bool) -> bool {
-        let Expr::Compare(compare) = test else {
+        let Some((name, is_none)) = super::none_comparison(test) else {
             return false;
         };
-        let ([op], [Expr::NoneLiteral(_)], Expr::Name(name)) =
-            (&*compare.ops, &*compare.comparators, &*compare.left)
-        else {
-            return false;
-        };
-        let missing = match op {
-            ast::CmpOp::Is => !negated,
-            ast::CmpOp::IsNot => negated,
-            _ => false,
-        };
-        missing
+        is_none != negated
             && self.scopes.last().is_some_and(|scope| {
-                !scope.capture_only.is_empty() && scope.capture_only.contains(name.id.as_str())
+                !scope.capture_only.is_empty() && scope.capture_only.contains(name)
             })
     }
 

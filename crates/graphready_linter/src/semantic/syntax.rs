@@ -106,6 +106,23 @@ pub fn places_result(call: &ast::ExprCall) -> bool {
     moves || keyword(call, "device").is_some()
 }
 
+/// A test of a name against `None`: `x is None` gives `(x, true)`, `x is not None` `(x, false)`.
+pub fn none_comparison(test: &Expr) -> Option<(&str, bool)> {
+    let Expr::Compare(compare) = test else {
+        return None;
+    };
+    let ([op], [Expr::NoneLiteral(_)], Expr::Name(name)) =
+        (&*compare.ops, &*compare.comparators, &*compare.left)
+    else {
+        return None;
+    };
+    match op {
+        ast::CmpOp::Is => Some((name.id.as_str(), true)),
+        ast::CmpOp::IsNot => Some((name.id.as_str(), false)),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::host_named;
