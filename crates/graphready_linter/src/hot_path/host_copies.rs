@@ -32,13 +32,13 @@ pub(super) fn host_copies(index: &ProjectIndex) -> super::properties::HostCopies
                     None => vec![(m, c)],
                     Some(holder) => index.field_classes((m, c), holder),
                 };
+                let ty = if copy.elements {
+                    Ty::HostTensorSeq
+                } else {
+                    Ty::CpuTensor
+                };
                 for owner in owners {
                     let fields = out.entry(owner).or_default();
-                    let ty = if copy.elements {
-                        Ty::HostTensorSeq
-                    } else {
-                        Ty::CpuTensor
-                    };
                     if !fields.iter().any(|(field, _)| *field == copy.field) {
                         fields.push((copy.field.clone(), ty));
                     }

@@ -118,12 +118,7 @@ impl<'a> SemanticModel<'a> {
                 if device.attr.as_str() != "device" || !super::is_cpu_device(right) {
                     return None;
                 }
-                let current = self.ty(&device.value);
-                let host = if current.is_host_tensor() {
-                    current
-                } else {
-                    Ty::CpuTensor
-                };
+                let host = self.as_host_tensor(&device.value);
                 match op {
                     ast::CmpOp::Eq | ast::CmpOp::Is => {
                         Some((subject.id.as_str(), Some(host), None))
@@ -147,20 +142,25 @@ impl<'a> SemanticModel<'a> {
                     return None;
                 };
                 match attribute.attr.as_str() {
-                    "is_cpu" => {
-                        let current = self.ty(&attribute.value);
-                        let host = if current.is_host_tensor() {
-                            current
-                        } else {
-                            Ty::CpuTensor
-                        };
-                        Some((subject.id.as_str(), Some(host), Some(Ty::Tensor)))
-                    }
+                    "is_cpu" => Some((
+                        subject.id.as_str(),
+                        Some(self.as_host_tensor(&attribute.value)),
+                        Some(Ty::Tensor),
+                    )),
                     "is_cuda" => Some((subject.id.as_str(), Some(Ty::Tensor), None)),
                     _ => None,
                 }
             }
             _ => None,
+        }
+    }
+
+    /// The type of a tensor known to be in host memory: what the model knows of its memory, or
+    /// a host tensor of unknown pinning.
+    fn as_host_tensor(&self, tensor: &Expr) -> Ty {
+        match self.ty(tensor) {
+            ty if ty.is_host_tensor() => ty,
+            _ => Ty::CpuTensor,
         }
     }
 
