@@ -379,7 +379,7 @@ impl<'a> SemanticModel<'a> {
             if let Some(param) = self.parameter_viewed(value) {
                 self.current().param_views.insert(name.id.as_str(), param);
             }
-            self.note_empty_list(name.id.as_str(), value);
+            self.note_list_literal(name.id.as_str(), value);
             // Only where some field is declared host-resident: the pattern serves field reads.
             let pattern = if self.declares_host_fields() {
                 super::fields::key_pattern(value)
@@ -403,14 +403,30 @@ impl<'a> SemanticModel<'a> {
         };
         self.bind_target(target, ty);
         if let (Expr::Name(name), Some(value)) = (target, value) {
-            self.note_empty_list(name.id.as_str(), value);
+            self.note_list_literal(name.id.as_str(), value);
         }
     }
 
-    fn note_empty_list(&mut self, name: &'a str, value: &Expr) {
-        if matches!(value, Expr::List(list) if list.elts.is_empty()) {
+    /// Notes a name bound to a list literal: empty (see [`Self::learn_append`]), or holding a
+    /// tensor made in host memory (`parts = [torch.tensor([0])]`), which every tensor a join of
+    /// the list takes must share.
+    fn note_list_literal(&mut self, name: &'a str, value: &Expr) {
+        let Expr::List(list) = value else {
+            return;
+        };
+        if list.elts.is_empty() {
             self.current().empty_lists.insert(name);
+        } else if list.elts.iter().any(|elt| self.ty(elt).is_made_on_host()) {
+            self.invalidate();
+            self.current().host_parts.insert(name);
         }
+    }
+
+    /// Whether a name holds a list bound with a tensor made in host memory among its elements.
+    pub(super) fn has_host_part(&self, name: &str) -> bool {
+        self.scopes
+            .last()
+            .is_some_and(|scope| !scope.host_parts.is_empty() && scope.host_parts.contains(name))
     }
 
     /// `xs.append(t)` on a list this function bound empty (`xs = []`): a list of host tensors

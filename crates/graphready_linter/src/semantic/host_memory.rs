@@ -52,10 +52,13 @@ impl SemanticModel<'_> {
             // one part known to be made on the host puts the result there.
             Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. })
                 if JOINS.contains(&name)
-                    && elts.iter().any(|elt| {
-                        matches!(self.ty(elt), Ty::PinnedTensor | Ty::PageableTensor)
-                    }) =>
+                    && elts.iter().any(|elt| self.ty(elt).is_made_on_host()) =>
             {
+                return Some(Ty::PageableTensor);
+            }
+            // The same through a list bound with such a part and appended to since
+            // (`parts = [torch.tensor([0])]`, `parts.append(...)`, `torch.cat(parts)`).
+            Expr::Name(list) if JOINS.contains(&name) && self.has_host_part(list.id.as_str()) => {
                 return Some(Ty::PageableTensor);
             }
             Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. })

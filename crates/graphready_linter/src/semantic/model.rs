@@ -226,6 +226,9 @@ impl<'a> SemanticModel<'a> {
         if !scope.unpacked.is_empty() {
             scope.unpacked.remove(name);
         }
+        if !scope.host_parts.is_empty() {
+            scope.host_parts.remove(name);
+        }
         if !scope.empty_lists.is_empty() {
             scope.empty_lists.remove(name);
         }

@@ -43,6 +43,9 @@ pub(super) struct Scope<'a> {
     /// Names bound here to an empty list literal and not appended to since, see
     /// [`super::SemanticModel::learn_append`].
     pub(super) empty_lists: FxHashSet<&'a str>,
+    /// Names bound here to a list literal with a tensor made in host memory among its elements
+    /// (`parts = [torch.tensor([0])]`), see [`super::SemanticModel::has_host_part`].
+    pub(super) host_parts: FxHashSet<&'a str>,
     /// Names a clause that runs while capturing set to a false literal, where the other clause
     /// runs only outside capture (`if not capturing: x = m.any() else: x = False`).
     pub(super) capture_false: FxHashSet<&'a str>,
@@ -64,6 +67,7 @@ impl Scope<'_> {
         self.param_views.clear();
         self.unpacked.clear();
         self.empty_lists.clear();
+        self.host_parts.clear();
         self.capture_false.clear();
         self.capture_only.clear();
     }

@@ -66,6 +66,12 @@ impl Ty {
         matches!(self, Ty::CpuTensor | Ty::PinnedTensor | Ty::PageableTensor)
     }
 
+    /// A tensor known to be made in host memory, pinned or pageable (not a mirror guessed from
+    /// a name, [`Ty::CpuTensor`]).
+    pub fn is_made_on_host(self) -> bool {
+        matches!(self, Ty::PinnedTensor | Ty::PageableTensor)
+    }
+
     /// A tensor, wherever it lives.
     pub fn is_tensor(self) -> bool {
         self == Ty::Tensor || self.is_host_tensor()
