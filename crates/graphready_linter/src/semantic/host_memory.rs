@@ -64,9 +64,7 @@ impl SemanticModel<'_> {
             Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. })
                 if !elts.is_empty() && elts.iter().all(|elt| self.ty(elt).is_host_tensor()) =>
             {
-                let known = elts
-                    .iter()
-                    .all(|elt| matches!(self.ty(elt), Ty::PinnedTensor | Ty::PageableTensor));
+                let known = elts.iter().all(|elt| self.ty(elt).is_made_on_host());
                 return Some(if known {
                     Ty::PageableTensor
                 } else {
