@@ -204,18 +204,36 @@ fn never_a_tensor(model: &SemanticModel, test: &Expr) -> bool {
 /// not what captured code after the statement sees (`if capturing: skip = False else: skip =
 /// lens.max() == 0`, then `if not skip:`).
 pub fn outside_capture(model: &SemanticModel, test: &Expr, negated: bool) -> bool {
+    capture_free(model, test, negated, false)
+}
+
+/// Whether a value assigned to a name is false whenever the code runs captured, as a test would
+/// say (see [`outside_capture`]), where an `or` may also test another platform: `use_naive =
+/// _is_xpu or (cg is None and small)` is false on a GPU whose graphs the engine captures.
+pub fn false_while_capturing(model: &SemanticModel, value: &Expr) -> bool {
+    capture_free(model, value, false, true)
+}
+
+/// [`outside_capture`], with `platforms` letting a test of another platform stand for false in
+/// an `or`.
+fn capture_free(model: &SemanticModel, test: &Expr, negated: bool, platforms: bool) -> bool {
     match test {
         Expr::UnaryOp(ast::ExprUnaryOp {
             op: ast::UnaryOp::Not,
             operand,
             ..
-        }) => outside_capture(model, operand, !negated),
+        }) => capture_free(model, operand, !negated, platforms),
         Expr::BoolOp(ast::ExprBoolOp { op, values, .. }) => {
             let conjunctive = matches!(op, ast::BoolOp::And) != negated;
             if conjunctive {
-                values.iter().any(|v| outside_capture(model, v, negated))
+                values
+                    .iter()
+                    .any(|v| capture_free(model, v, negated, platforms))
             } else {
-                values.iter().all(|v| outside_capture(model, v, negated))
+                values.iter().all(|v| {
+                    capture_free(model, v, negated, platforms)
+                        || (platforms && !negated && crate::util::is_other_platform(v))
+                })
             }
         }
         // A name that is false while capturing (see `Checker::visit_if`).

@@ -390,7 +390,17 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 for target in &assign.targets {
                     self.visit_expr(target);
                     self.model.bind_assignment(target, &assign.value);
-                    self.model.learn_capture_assignment(target, &assign.value);
+                    // `cg = buffers if capturing else None`, `use_naive = _is_xpu or (cg is
+                    // None and small)`: what the name says about capture.
+                    if let Expr::Name(name) = target {
+                        if !self
+                            .model
+                            .learn_capture_only(name.id.as_str(), &assign.value)
+                            && guards::false_while_capturing(&self.model, &assign.value)
+                        {
+                            self.model.mark_false_while_capturing(name.id.as_str());
+                        }
+                    }
                     self.summary.assignment(&self.model, target, &assign.value);
                 }
             }

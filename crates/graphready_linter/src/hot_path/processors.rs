@@ -116,10 +116,11 @@ fn constructed(
 /// input processor: a plain class (no `nn.Module`) named `...Processor` that is no logits
 /// processor (`Step3VisionProcessor` composing its image transforms).
 fn is_processor(index: &ProjectIndex, class: ClassId) -> bool {
-    let name = last_name(&index.class_summary(class).name);
+    let qualname = &index.class_summary(class).name;
+    let name = last_name(qualname);
     if name.ends_with("Processor")
         && !name.contains("Logits")
-        && !index.derives_from_module(class.0, &index.class_summary(class).name)
+        && !index.derives_from_module(class.0, qualname)
     {
         return true;
     }

@@ -126,29 +126,23 @@ impl<'a> SemanticModel<'a> {
         })
     }
 
-    /// Learns what an assignment to a name says about capture: `cg = buffers if capturing else
-    /// None` holds a value only while capturing; `use_naive = _is_xpu or (cg is None and
-    /// small)` is false while capturing (on a GPU whose graphs the engine captures).
-    pub fn learn_capture_assignment(&mut self, target: &'a Expr, value: &Expr) {
-        let Expr::Name(name) = target else {
-            return;
+    /// Learns that `name = buffers if capturing else None` holds a value only while capturing;
+    /// whether the value was one.
+    pub fn learn_capture_only(&mut self, name: &'a str, value: &Expr) -> bool {
+        let Expr::If(choice) = value else {
+            return false;
         };
-        if let Expr::If(choice) = value {
-            let captured_value = match (&*choice.body, &*choice.orelse) {
-                (body, Expr::NoneLiteral(_)) if !body.is_none_literal_expr() => {
-                    self.ty(&choice.test) == Ty::CaptureFlag
-                }
-                _ => false,
-            };
-            if captured_value {
-                self.invalidate();
-                self.current().capture_only.insert(name.id.as_str());
-                return;
+        let captured_value = match (&*choice.body, &*choice.orelse) {
+            (body, Expr::NoneLiteral(_)) if !body.is_none_literal_expr() => {
+                self.ty(&choice.test) == Ty::CaptureFlag
             }
+            _ => false,
+        };
+        if captured_value {
+            self.invalidate();
+            self.current().capture_only.insert(name);
         }
-        if self.false_while_capturing(value) {
-            self.mark_false_while_capturing(name.id.as_str());
-        }
+        captured_value
     }
 
     /// Whether `name is None` (or, `negated`, the failure of `name is not None`) tests a name
@@ -161,28 +155,6 @@ impl<'a> SemanticModel<'a> {
             && self.scopes.last().is_some_and(|scope| {
                 !scope.capture_only.is_empty() && scope.capture_only.contains(name)
             })
-    }
-
-    /// Whether a host value is false whenever the code runs captured: a name known to be, `not`
-    /// of a capture flag, `cg is None` of a name that holds a value only while capturing, an
-    /// `and` with such an operand, an `or` whose every operand is one or tests another platform.
-    fn false_while_capturing(&self, value: &Expr) -> bool {
-        match value {
-            Expr::Name(name) => self.is_false_while_capturing(name.id.as_str()),
-            Expr::UnaryOp(ast::ExprUnaryOp {
-                op: ast::UnaryOp::Not,
-                operand,
-                ..
-            }) => self.ty(operand) == Ty::CaptureFlag,
-            Expr::Compare(_) => self.tests_capture_only_none(value, false),
-            Expr::BoolOp(ast::ExprBoolOp { op, values, .. }) => match op {
-                ast::BoolOp::And => values.iter().any(|v| self.false_while_capturing(v)),
-                ast::BoolOp::Or => values
-                    .iter()
-                    .all(|v| self.false_while_capturing(v) || crate::util::is_other_platform(v)),
-            },
-            _ => false,
-        }
     }
 }
 
