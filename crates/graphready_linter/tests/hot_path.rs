@@ -1156,6 +1156,9 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/runner.py", 108),
             // An HTTP handler: its awaited `client.forward(request)` is no model run.
             ("engine/server.py", 11),
+            // A `transformers` model nothing builds running its own inner model: the model at
+            // work, no step the engine drives.
+            ("engine/speech_head.py", 18),
             // A stage after the steps: the base's `__call__` running its `forward` is the
             // object's call protocol, no step.
             ("engine/stages.py", 29),

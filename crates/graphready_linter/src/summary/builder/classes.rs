@@ -45,9 +45,9 @@ impl<'a> SummaryBuilder<'a> {
                 bases.push(reference);
             }
         }
-        let direct_module = bases.iter().any(|base| {
-            matches!(base, Ref::Qualified(q) if q == "torch.nn.Module" || q == "torch.nn.modules.module.Module")
-        });
+        let direct_module = bases
+            .iter()
+            .any(|base| matches!(base, Ref::Qualified(q) if is_module_base(q)));
         let compiled = class.decorator_list.iter().any(|decorator| {
             last_segment(&decorator.expression).is_some_and(|name| name == "support_torch_compile")
         });
@@ -505,4 +505,34 @@ fn is_capture_hook(method: &ast::StmtFunctionDef) -> bool {
         [Stmt::Expr(expr)] => abstract_method && expr.value.is_ellipsis_literal_expr(),
         _ => false,
     }
+}
+
+/// Whether a class another package defines is `torch.nn.Module` or one of its subclasses:
+/// `torch.nn.Module` itself, and the models of `transformers`, which derive from it: any
+/// `...PreTrainedModel`, a top-level `LlamaModel` / `...ForCausalLM` /
+/// `...ForConditionalGeneration`, and the classes of a `transformers.models.*.modeling_*`
+/// module but its output records (`...Output`).
+fn is_module_base(qualified: &str) -> bool {
+    if matches!(
+        qualified,
+        "torch.nn.Module" | "torch.nn.modules.module.Module"
+    ) {
+        return true;
+    }
+    let Some(path) = qualified.strip_prefix("transformers.") else {
+        return false;
+    };
+    let (module, name) = path.rsplit_once('.').unwrap_or(("", path));
+    if name.ends_with("Output") || name.starts_with("Auto") {
+        return false;
+    }
+    let modeling = module.starts_with("models.")
+        && module
+            .rsplit('.')
+            .next()
+            .is_some_and(|last| last.starts_with("modeling_"));
+    let model_name = ["Model", "ForCausalLM", "ForConditionalGeneration"]
+        .iter()
+        .any(|suffix| name.ends_with(suffix));
+    name.ends_with("PreTrainedModel") || modeling || module.is_empty() && model_name
 }
