@@ -799,6 +799,16 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["OptionsModel.forward", "OptionsTower.forward"],
             ),
+            // A page allocator's checks behind a debug switch, bound to a local and handed to a
+            // kernel wrapper, never run as shipped (line 13 is in the cold list, line 28 is no
+            // finding at all); the read after them does, every step.
+            finding(
+                "engine/page_checks.py",
+                30,
+                "GR105",
+                "stall",
+                &["PageScheduler.run", "PageAllocator.free"],
+            ),
             // Penalizers built by a dict comprehension from the classes given, read through
             // `.values()`: each one's `apply` runs every step.
             finding(
@@ -1143,6 +1153,8 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             // Fallbacks no call takes: every call gives the argument they compute.
             ("engine/optional_args.py", 12),
             ("engine/optional_args.py", 18),
+            // A check whose switch the caller passes from a debug switch: off as shipped.
+            ("engine/page_checks.py", 13),
             // Called only under a guard its body makes false (a buffer put back in float32).
             // An override the call's arguments do not fit (`apply(self, x, None)` cannot run
             // the experts' `apply`, which needs the routing too).

@@ -373,7 +373,8 @@ impl<'a> SemanticModel<'a> {
             if self.is_host_device(value) {
                 self.current().host_devices.insert(name.id.as_str());
             }
-            if self.is_off_flag(value) {
+            // `check = ps > 1 and self.debug_mode`: off as shipped, like the switch itself.
+            if self.off_by_default(value, &|_| false) {
                 self.current().off_flags.insert(name.id.as_str());
             }
             if let Some(param) = self.parameter_viewed(value) {

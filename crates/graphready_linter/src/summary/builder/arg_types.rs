@@ -55,7 +55,13 @@ impl ArgTypes {
         // Each argument with its type, filed once all are read (the closure holds `args`).
         let mut placed = Vec::new();
         let mut record = |key: ArgKey, value: &Expr| {
-            if let Some(value) = Const::of(value) {
+            // A switch off as shipped (`check=self.debug_mode`, or a local bound to one) passes
+            // `False`.
+            if let Some(value) = Const::of(value).or_else(|| {
+                model
+                    .off_by_default(value, &|_| false)
+                    .then_some(Const::False)
+            }) {
                 args.consts.push((key.clone(), value));
             }
             let ty = model.ty(value);
