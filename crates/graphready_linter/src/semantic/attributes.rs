@@ -47,6 +47,10 @@ impl SemanticModel<'_> {
             Ty::Unknown | Ty::Host if host_named(attr) || super::syntax::is_host_half(attr) => {
                 Ty::CpuTensor
             }
+            // A configuration's settings (`config.fullatt_block_indexes`,
+            // `self.vision_config.patch_size`) are plain Python values: configurations are read
+            // from JSON and command lines, never hold tensors.
+            Ty::Unknown | Ty::Host if is_configuration(&attribute.value) => Ty::Host,
             Ty::Unknown if self.qualified_name(&attribute.value).is_none() => {
                 // Host metadata whatever the receiver is.
                 match attr {
@@ -57,6 +61,17 @@ impl SemanticModel<'_> {
             _ => Ty::Unknown,
         }
     }
+}
+
+/// Whether an expression names a configuration object: a name or attribute `config`, `cfg`, or
+/// one ending in `_config` (`hf_config`, `self.vision_config`).
+fn is_configuration(expr: &Expr) -> bool {
+    let name = match expr {
+        Expr::Name(name) => name.id.as_str(),
+        Expr::Attribute(attribute) => attribute.attr.id.as_str(),
+        _ => return false,
+    };
+    matches!(name, "config" | "cfg") || name.ends_with("_config")
 }
 
 /// `a.b.c` as text, for a chain of attribute reads on a name.
