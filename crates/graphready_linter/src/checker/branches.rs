@@ -249,6 +249,13 @@ impl<'a> Checker<'a> {
         if branches {
             self.model.end_clauses();
         }
+        // `if not x.is_cuda: return x`: past the statement, `x` is on the device, whatever its
+        // callers were taken to pass.
+        if let Some((name, _, Some(ty))) = device {
+            if if_stmt.elif_else_clauses.is_empty() && body_always_exits(&if_stmt.body) {
+                self.model.bind(name, ty);
+            }
+        }
         // `if not capturing: any_visual = mask.any() else: any_visual = False`: while capturing,
         // `any_visual` is false, and `if any_visual:` never runs there.
         if let Some(last) = if_stmt.elif_else_clauses.last() {
