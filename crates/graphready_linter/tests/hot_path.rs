@@ -699,6 +699,20 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["Scheduler.run", "Scheduler.media", "token_positions"],
             ),
+            // A media processor's data is host data: the rope index it hands a grid to reads it
+            // without a sync (line 11 is no finding); the transport helper's test leaves device
+            // tensors after it, whatever the processor passed.
+            finding(
+                "engine/media_processor.py",
+                17,
+                "GR103",
+                "stall",
+                &[
+                    "MediaScheduler.run",
+                    "VideoProcessor.get_mm_data",
+                    "transport"
+                ],
+            ),
             // A host list behind a property of an attribute's class: the property is read, not
             // called, so the default scope's second pass skips its body and keeps its return.
             finding(

@@ -42,8 +42,16 @@ pub(super) fn param_types(
     // Tensors the caller's own parameters are only by their annotation, passed on: device
     // tensors unless the caller's callers pass host data (decided below).
     let mut passed_on: Vec<(NodeId, bool, &ArgKey, ParamKey)> = Vec::new();
+    let mut processors: FxHashMap<super::index::ClassId, bool> = FxHashMap::default();
     for (i, &caller) in callers.iter().enumerate() {
         let sites = &index.function(caller).calls;
+        // A media processor prepares a request's inputs on the host: what it hands on is host
+        // data.
+        let from_processor = index.method_class(caller).is_some_and(|class| {
+            *processors
+                .entry(class)
+                .or_insert_with(|| super::processors::is_media_processor(index, class))
+        });
         for (site, callees) in sites.iter().zip(index.resolved_sites(caller)) {
             // Of an unreached caller, only its calls of the module forwards it runs.
             if i >= reached && !callees.iter().any(|c| uncaptured.contains(c)) {
@@ -73,8 +81,7 @@ pub(super) fn param_types(
                 record_tensors(function, callee, bound, tensors, &mut out);
                 record_host(
                     function,
-                    callee,
-                    caller,
+                    (callee, caller, from_processor),
                     site,
                     &unpacked,
                     &mut base,
@@ -319,8 +326,7 @@ fn unpacked_host(index: &ProjectIndex, caller: NodeId, offset: u32, position: u8
 /// with the parameter they land in.
 fn record_host<'f>(
     function: &'f FunctionSummary,
-    callee: NodeId,
-    caller: NodeId,
+    (callee, caller, from_processor): (NodeId, NodeId, bool),
     site: &'f CallSite,
     unpacked: &[(&ArgKey, Option<Ty>)],
     host: &mut FxHashMap<ParamKey<'f>, Option<Ty>>,
@@ -363,6 +369,9 @@ fn record_host<'f>(
                 .and_then(|(_, ty)| *ty)
             {
                 Some(ty) => pass(host, key, Some(ty)),
+                // A media processor's are host data (`grid_thw = kwargs.get("img_grid_thw")`
+                // handed to a rope index).
+                None if from_processor => pass(host, key, Some(Ty::CpuTensor)),
                 // A value of unknown type says nothing of where a tensor parameter lives: the
                 // sites that pass host tensors decide.
                 None if param.tensor => {}

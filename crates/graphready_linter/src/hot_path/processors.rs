@@ -136,3 +136,29 @@ fn is_processor(index: &ProjectIndex, class: ClassId) -> bool {
             })
     })
 }
+
+/// Whether a class is a processor ([`is_processor`]) of a request's media: a `transformers`
+/// processing class, or one whose name or a base's names images, video, audio or multimodal
+/// inputs (`MiMoV2Processor` extending `BaseMultimodalProcessor`), unlike a scheduler's
+/// `BatchResultProcessor`, which works on a step's device outputs.
+pub(super) fn is_media_processor(index: &ProjectIndex, class: ClassId) -> bool {
+    const MEDIA: &[&str] = &[
+        "Multimodal",
+        "MultiModal",
+        "Image",
+        "Video",
+        "Audio",
+        "Vision",
+    ];
+    is_processor(index, class)
+        && index.lineage(class, 16).into_iter().any(|class| {
+            let summary = index.class_summary(class);
+            let names_media = |name: &str| MEDIA.iter().any(|word| name.contains(word));
+            names_media(last_name(&summary.name))
+                || summary.bases.iter().any(|base| match base {
+                    Ref::Local(name) | Ref::Qualified(name) => {
+                        names_media(last_name(name)) || PROCESSING_BASES.contains(&last_name(name))
+                    }
+                })
+        })
+}
