@@ -30,7 +30,8 @@ impl ProjectIndex<'_> {
         })
     }
 
-    /// Whether a class derives from `torch.nn.Module` itself, through project classes only.
+    /// Whether a class derives from `torch.nn.Module` (or a `transformers` model), through
+    /// project classes only.
     pub(super) fn derives_from_module(&self, module: usize, class: &str) -> bool {
         self.class_named(module, class).is_some_and(|start| {
             self.find_up(start, |current| {

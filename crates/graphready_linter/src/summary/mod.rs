@@ -297,7 +297,8 @@ pub struct ClassSummary {
     /// deriving from a local that holds a class object (`class Builder(base):` after `base =
     /// backend.get_builder_cls()`, or a `type[X]` parameter).
     pub typed_bases: Vec<TypePath>,
-    /// Whether a base is `torch.nn.Module` itself.
+    /// Whether a base is `torch.nn.Module` itself, or another package's class known to derive
+    /// from it (a `transformers` model).
     pub direct_module: bool,
     /// Attributes holding instances of known classes: `self.mlp = MLP(...)`, and the members of
     /// `nn.ModuleList([...])` / `nn.Sequential(...)`.
