@@ -10,9 +10,10 @@ use ruff_python_ast::{self as ast, Expr};
 /// capture: `if key not in CACHE: CACHE[key] = ...` and `if t is None: t = ...; CACHE[key] = t`
 /// with `CACHE` a module global, `t = self.t` then `if t is None: t = ...; self.t = t`, and
 /// `if self.t is None: self.t = ...` where the class never
-/// sets `self.t` back to `None` outside `__init__`. A local or parameter filled in without
-/// being stored (`if out is None: out = torch.empty(...)`), a per-step cache that is reset, a
-/// cache on some other object (a batch) and one on a dataclass's own instance (a record, made
+/// sets `self.t` back to `None` outside `__init__`, and `if layer._t is None: layer._t = ...`
+/// with a private attribute of an object the function is handed. A local or parameter filled in
+/// without being stored (`if out is None: out = torch.empty(...)`), a per-step cache that is
+/// reset, a public cache on some other object (a batch) and one on a dataclass's own instance (a record, made
 /// again as data flows; but a field its constructor does not take, `field(init=False)`, is the
 /// instance's own state) are made again and stay checked. Also `if not hasattr(self, "t"):`
 /// whose body sets `self.t` (an assignment, `register_buffer("t", ...)` or `setattr`). The
@@ -58,8 +59,11 @@ pub fn is_lazy_init(
                         || cached_on_self(model, if_stmt, previous, name.id.as_str())
                 }
                 Expr::Attribute(attribute) => match &*attribute.value {
-                    Expr::Name(receiver) => model
-                        .is_lasting_self_attribute(receiver.id.as_str(), attribute.attr.as_str()),
+                    Expr::Name(receiver) => {
+                        let (receiver, name) = (receiver.id.as_str(), attribute.attr.as_str());
+                        model.is_lasting_self_attribute(receiver, name)
+                            || handed_private(model, receiver, name)
+                    }
                     _ => false,
                 },
                 _ => false,
@@ -286,10 +290,16 @@ pub fn is_lazy_early_return(
     sets_attribute(rest, receiver, name)
 }
 
+/// Whether `receiver.name` is a private attribute attached to an object the function is handed
+/// (`layer._t`): a cache on an object that lasts (a layer), where a public one may be a field of
+/// a record made again every step.
+fn handed_private(model: &SemanticModel, receiver: &str, name: &str) -> bool {
+    name.starts_with('_') && model.self_name() != Some(receiver) && model.is_parameter(receiver)
+}
+
 /// `if not hasattr(self, "t"): self.register_buffer("t", make())` on a class that lasts, or
-/// `if not hasattr(layer, "_t"): ...; layer._t = ...` on an object the function is handed: a
-/// private attribute attached from outside marks a cache on an object that lasts (a layer),
-/// where a public one may be a field of a record made again every step.
+/// `if not hasattr(layer, "_t"): ...; layer._t = ...` on an object the function is handed (see
+/// [`handed_private`]).
 fn is_lazy_attribute(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
     let Expr::UnaryOp(ast::ExprUnaryOp {
         op: ast::UnaryOp::Not,
@@ -309,9 +319,7 @@ fn is_lazy_attribute(model: &SemanticModel, if_stmt: &ast::StmtIf) -> bool {
     };
     let name = name.value.to_str();
     let lasting = model.is_lasting_self_attribute(receiver.id.as_str(), name)
-        || (name.starts_with('_')
-            && model.self_name() != Some(receiver.id.as_str())
-            && model.is_parameter(receiver.id.as_str()));
+        || handed_private(model, receiver.id.as_str(), name);
     if function.id.as_str() != "hasattr" || !lasting {
         return false;
     }
