@@ -12,28 +12,15 @@ type Targets<'s> = Box<dyn Iterator<Item = &'s CallTarget> + 's>;
 
 impl<'s> ProjectIndex<'s> {
     /// The functions that some call in the project may run through a call of `method`
-    /// (`self.mlp(x)` and `layer.forward(x)` are calls of `forward`).
+    /// (`self.mlp(x)` and `layer.forward(x)` are calls of `forward`), split by the callers that
+    /// make the call: `[calls made by functions `side` says false of, by those it says true of]`.
     /// Also `self.encoder.adaptor(x)` and `self.vit(x)`, a call of an attribute that holds a
-    /// module, which runs the module's `forward`.
-    /// Only the calls made by the functions `callers` admits count.
+    /// module, which runs the module's `forward`. One pass over the project serves both sides.
     pub fn called_through(
         &self,
         method: &str,
-        callers: impl Fn(&FunctionSummary) -> bool + Sync,
-    ) -> FxHashSet<NodeId> {
-        let callers = &callers;
-        let mut called = self.resolve_all(|function| {
-            if !callers(function) {
-                return Box::new(std::iter::empty());
-            }
-            Box::new(
-                function
-                    .calls
-                    .iter()
-                    .map(|site| &site.target)
-                    .filter(move |target| target.method_name() == method),
-            )
-        });
+        side: impl Fn(&FunctionSummary) -> bool + Sync,
+    ) -> [FxHashSet<NodeId>; 2] {
         // Only names some class holds instances under are worth resolving.
         let holding: FxHashSet<&str> = self
             .modules()
@@ -48,28 +35,44 @@ impl<'s> ProjectIndex<'s> {
             .map(String::as_str)
             .collect();
         let holding = &holding;
-        let held: FxHashSet<NodeId> = self
-            .resolve_all(|function| {
-                if !callers(function) {
-                    return Box::new(std::iter::empty());
-                }
-                Box::new(
-                    function
-                        .calls
-                        .iter()
-                        .map(|site| &site.target)
-                        .filter(move |target| {
-                            matches!(target, CallTarget::InstanceMethod { method: name, .. }
+        let side = &side;
+        self.modules()
+            .par_iter()
+            .enumerate()
+            .fold(
+                || [FxHashSet::default(), FxHashSet::default()],
+                |mut sets, (module, summary)| {
+                    for function in &summary.functions {
+                        let set = &mut sets[usize::from(side(function))];
+                        for site in &function.calls {
+                            let target = &site.target;
+                            if target.method_name() == method {
+                                set.extend(self.resolve(module, target));
+                            } else if matches!(target, CallTarget::InstanceMethod { method: name, .. }
                                 | CallTarget::SelfMethod { method: name, .. }
-                            if name != method && holding.contains(name.as_str()))
-                        }),
-                )
-            })
-            .into_iter()
-            .filter(|node| self.function(*node).qualname.rsplit('.').next() == Some(method))
-            .collect();
-        called.extend(held);
-        called
+                                if holding.contains(name.as_str()))
+                            {
+                                set.extend(self.resolve(module, target).into_iter().filter(
+                                    |node| {
+                                        self.function(*node).qualname.rsplit('.').next()
+                                            == Some(method)
+                                    },
+                                ));
+                            }
+                        }
+                    }
+                    sets
+                },
+            )
+            .reduce(
+                || [FxHashSet::default(), FxHashSet::default()],
+                |mut a, b| {
+                    for (into, from) in a.iter_mut().zip(b) {
+                        into.extend(from);
+                    }
+                    a
+                },
+            )
     }
 
     /// The module forwards invoked in guarded code (see

@@ -271,8 +271,7 @@ impl<'s> HotPath<'s> {
         let training = |function: &crate::summary::FunctionSummary| {
             steps::is_training_qualname(&function.qualname)
         };
-        let called = index.called_through("forward", |function| !training(function));
-        let trained = index.called_through("forward", training);
+        let [called, trained] = index.called_through("forward", training);
         defaults.retain(|entry| called.contains(&entry.node) || !trained.contains(&entry.node));
         // Invoked only where the author declared the code eager (`with gpu_sync_allowed():`):
         // called, so no outermost model, and no entry of the host path either.
