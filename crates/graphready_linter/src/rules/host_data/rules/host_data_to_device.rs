@@ -38,6 +38,8 @@ declare_violation! {
     ///     return positions[:n]
     /// ```
     ///
+    /// An empty literal (`torch.tensor([], device=device)`) copies nothing and is not reported.
+    ///
     /// ## Known problems
     /// `.to(device, non_blocking=True)` is not reported here: from pinned memory it is
     /// asynchronous, and from memory known to be pageable GR110 reports it. A value stored on
@@ -118,6 +120,11 @@ fn host_data_to_device(checker: &mut Checker, call: &ast::ExprCall) {
         let Some(data) = argument(call, 0, "data").or_else(|| argument(call, 0, "obj")) else {
             return;
         };
+        // `torch.tensor([], device=device)`: nothing to copy.
+        if matches!(data, Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. }) if elts.is_empty())
+        {
+            return;
+        }
         let host = match checker.ty(data) {
             Ty::Tensor => false,
             Ty::Unknown => !must_be_host,
