@@ -173,6 +173,16 @@ pub(crate) fn field_declarations(bytes: &[u8]) -> Option<(Vec<String>, Vec<Strin
     Some((owned(&declarations.kept), owned(&declarations.on_device)))
 }
 
+/// The media record classes a file declares (see `semantic::records`), when it defines a
+/// `__getattr__`; read before the project's files are checked.
+pub(crate) fn record_declarations(bytes: &[u8]) -> Option<Vec<String>> {
+    memchr::memmem::find(bytes, b"def __getattr__")?;
+    let source = std::str::from_utf8(bytes).ok()?;
+    let parsed = ruff_python_parser::parse_module(source).ok()?;
+    let records = semantic::record_declarations(parsed.syntax());
+    (!records.is_empty()).then_some(records)
+}
+
 /// The environment flags a file declares off by default (see `semantic::env_flags`), when it
 /// keeps a registry of them; read before the project's files are checked.
 pub(crate) fn env_flag_declarations(bytes: &[u8]) -> Option<Vec<String>> {

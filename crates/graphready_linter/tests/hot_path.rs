@@ -699,6 +699,16 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["Scheduler.run", "Scheduler.media", "token_positions"],
             ),
+            // A media item's attributes its `__getattr__` serves from the processor's outputs
+            // are host data: the tower's reads of the grid (lines 27-28) and the model's read of
+            // the sizes (line 47) wait for nothing; the pixels are on the device.
+            finding(
+                "engine/media_items.py",
+                30,
+                "GR105",
+                "stall",
+                &["GridVisionTower.forward"],
+            ),
             // A media processor's data is host data: the rope index it hands a grid to reads it
             // without a sync (line 11 is no finding); the transport helper's test leaves device
             // tensors after it, whatever the processor passed.

@@ -20,6 +20,8 @@ pub(super) struct ExternalFacts {
     pub(super) host_fields: rustc_hash::FxHashSet<String>,
     /// Environment flags the project declares off by default (phase 1 found them).
     pub(super) off_flags: rustc_hash::FxHashSet<String>,
+    /// Media record classes the project declares (phase 1 found them).
+    pub(super) records: rustc_hash::FxHashSet<String>,
 }
 
 impl ExternalFacts {
@@ -91,5 +93,6 @@ pub(super) fn external_returns(summaries: &[ModuleSummary]) -> ExternalFacts {
         tuple_returns: tuples,
         host_fields: rustc_hash::FxHashSet::default(),
         off_flags: rustc_hash::FxHashSet::default(),
+        records: rustc_hash::FxHashSet::default(),
     }
 }

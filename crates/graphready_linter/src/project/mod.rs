@@ -15,6 +15,7 @@
 mod external;
 mod file;
 mod modules;
+mod phase1;
 pub mod scope;
 
 use crate::hot_path::{HotPath, HotPathSettings};
@@ -27,9 +28,9 @@ use crate::{
     FileAnalysis, ModuleInfo, SuppressedFinding, UNREADABLE_CODE, UNUSED_SUPPRESSION_CODE,
 };
 use external::{external_returns, ExternalFacts};
-use file::{check_file, worth_checking, Preread};
+use file::{check_file, Preread};
 use graphready_diagnostics::{Diagnostic, FileDiagnostics, Reach};
-use modules::PackageCache;
+use phase1::phase1;
 use rayon::prelude::*;
 use ruff_source_file::LineIndex;
 use rustc_hash::FxHashSet;
@@ -189,7 +190,7 @@ pub fn check(
     discover: impl FnOnce(&mut dyn FnMut(SourceFile)) + Send,
 ) -> ProjectReport {
     let started = Instant::now();
-    let (candidates, mut outcomes, discovered, host_fields, off_flags) = phase1(options, discover);
+    let (candidates, mut outcomes, discovered, declared) = phase1(options, discover);
     let phase1_done = started.elapsed();
     let rss_phase1 = if options.timing { resident_kib() } else { 0 };
 
@@ -203,8 +204,9 @@ pub fn check(
         || HotPath::analyze(&summaries, options.hot_path),
         || external_returns(&summaries),
     );
-    external.host_fields = host_fields;
-    external.off_flags = off_flags;
+    external.host_fields = declared.host_fields;
+    external.off_flags = declared.off_flags;
+    external.records = declared.records;
     let no_entries = hot.library || !hot.has_entries();
     let scope = match options.scope {
         Scope::Hot if !hot.has_entries() => Scope::All,
@@ -302,127 +304,9 @@ pub fn check(
     }
 }
 
-/// Phase 1: every file on its own. While discovery runs, every file is read, and those that
-/// declare input fields (vLLM's multimodal processors) are scanned for the fields they keep on
-/// the host; then every file worth checking is checked from what was read, knowing them, so
-/// that a model reads a field its processor in another module keeps on the host as a host
-/// tensor, and passes it on as one. Returns the candidates in
-/// discovery order, the outcomes (files that never mention `torch` have none), the discovery
-/// time, the project's host-resident fields and its environment flags off by default.
-fn phase1(
-    options: &Options,
-    discover: impl FnOnce(&mut dyn FnMut(SourceFile)) + Send,
-) -> (
-    Vec<Candidate>,
-    Vec<Outcome>,
-    Duration,
-    rustc_hash::FxHashSet<String>,
-    rustc_hash::FxHashSet<String>,
-) {
-    let started = Instant::now();
-    let declared = std::sync::Mutex::new(FieldTally::default());
-    // What the scan read, by candidate: the check below reads no file twice.
-    let read = std::sync::Mutex::new(Vec::new());
-    let mut candidates = Vec::new();
-    let mut discovered = Duration::ZERO;
-    rayon::scope(|scope| {
-        let declared = &declared;
-        let read = &read;
-        let mut packages = PackageCache::default();
-        let mut seen = rustc_hash::FxHashSet::default();
-        discover(&mut |file: SourceFile| {
-            if !seen.insert(file.path.clone()) {
-                return;
-            }
-            let index = candidates.len();
-            let path = file.path.clone();
-            candidates.push(Candidate {
-                module: packages.module_of(&file.path),
-                file,
-            });
-            scope.spawn(move |_| {
-                let Ok(bytes) = options.read(&path) else {
-                    return;
-                };
-                if let Some(fields) = crate::field_declarations(&bytes) {
-                    if let Ok(mut declared) = declared.lock() {
-                        declared.kept.extend(fields.0);
-                        declared.on_device.extend(fields.1);
-                    }
-                }
-                if let Some(template) = file::template_of(&path, &bytes) {
-                    if let Ok(mut declared) = declared.lock() {
-                        declared.templates.insert(template);
-                    }
-                }
-                if let Some(flags) = crate::env_flag_declarations(&bytes) {
-                    if let Ok(mut declared) = declared.lock() {
-                        declared.off_flags.extend(flags);
-                    }
-                }
-                let source = if worth_checking(&path, &bytes) {
-                    Preread::Source(bytes)
-                } else {
-                    Preread::Skip
-                };
-                if let Ok(mut read) = read.lock() {
-                    read.push((index, source));
-                }
-            });
-        });
-        discovered = started.elapsed();
-    });
-    let mut declared = declared.into_inner().unwrap_or_default();
-    let off_flags = std::mem::take(&mut declared.off_flags);
-    let templates = std::mem::take(&mut declared.templates);
-    let host_fields = declared.host_fields();
-    let facts = ProjectFacts {
-        host_fields: non_empty(&host_fields),
-        off_flags: non_empty(&off_flags),
-        ..ProjectFacts::default()
-    };
-    let mut sources: Vec<Preread> = candidates.iter().map(|_| Preread::Unread).collect();
-    for (index, source) in read.into_inner().unwrap_or_default() {
-        sources[index] = source;
-    }
-    let outcomes = sources
-        .into_par_iter()
-        .zip(candidates.par_iter())
-        .enumerate()
-        .with_max_len(1)
-        .filter_map(|(index, (source, candidate))| {
-            let mut outcome = check_file(index, candidate, options, facts, None, true, source)?;
-            outcome.analysis.summary.template = templates.contains(&candidate.file.path);
-            Some(outcome)
-        })
-        .collect();
-    (candidates, outcomes, discovered, host_fields, off_flags)
-}
-
-/// The input fields the project's processors declare, and the environment flags its registries
-/// declare off by default.
-#[derive(Default)]
-struct FieldTally {
-    kept: rustc_hash::FxHashSet<String>,
-    on_device: rustc_hash::FxHashSet<String>,
-    off_flags: rustc_hash::FxHashSet<String>,
-    /// The templates generated files name (see [`file::template_of`]).
-    templates: FxHashSet<PathBuf>,
-}
-
-impl FieldTally {
-    /// The fields kept on the host, less those any processor declares without `keep_on_cpu`
-    /// (the same name meaning a device tensor elsewhere).
-    fn host_fields(self) -> rustc_hash::FxHashSet<String> {
-        let on_device = self.on_device;
-        self.kept
-            .into_iter()
-            .filter(|field| !on_device.contains(field))
-            .collect()
-    }
-}
-
-fn non_empty(fields: &rustc_hash::FxHashSet<String>) -> Option<&rustc_hash::FxHashSet<String>> {
+pub(super) fn non_empty(
+    fields: &rustc_hash::FxHashSet<String>,
+) -> Option<&rustc_hash::FxHashSet<String>> {
     (!fields.is_empty()).then_some(fields)
 }
 
@@ -523,6 +407,7 @@ fn phase3(
                 property_reads: Some(&property_reads),
                 host_fields: non_empty(&external.host_fields),
                 off_flags: non_empty(&external.off_flags),
+                records: non_empty(&external.records),
                 attribute_types: Some(&attribute_types),
                 call_returns: Some(&call_returns),
             };

@@ -161,6 +161,19 @@ impl<'a> SemanticModel<'a> {
             .iter_non_variadic_params()
             .map(|parameter| parameter.parameter.name.id.as_str());
         self.current().parameters.extend(names);
+        // Media records (see `super::records`), once the names are bound.
+        if self.types.facts.records.is_some() {
+            for parameter in parameters.iter_non_variadic_params() {
+                let record = parameter
+                    .parameter
+                    .annotation()
+                    .and_then(|annotation| self.record_annotation(annotation));
+                if let Some(record) = record {
+                    let name = parameter.parameter.name.id.as_str();
+                    self.current().records.insert(name, record);
+                }
+            }
+        }
     }
 
     /// Whether `name` is a parameter of the innermost function, not rebound since.

@@ -14,6 +14,9 @@ impl SemanticModel<'_> {
         if self.is_host_field(attr) {
             return Ty::CpuTensor;
         }
+        if let Some(ty) = self.record_read(attribute) {
+            return ty;
+        }
         if let Some(ty) = self.known_attribute(attribute) {
             return ty;
         }

@@ -26,6 +26,7 @@ impl<'a> SemanticModel<'a> {
                     let element = self.ty(&args[0]).element();
                     self.bind_target(&tuple.elts[0], Ty::Host);
                     self.bind_target(&tuple.elts[1], element);
+                    self.learn_record_element(&tuple.elts[1], &args[0]);
                     return;
                 }
                 Expr::Name(name)
@@ -42,6 +43,7 @@ impl<'a> SemanticModel<'a> {
         }
         let element = self.ty(iter).element();
         self.bind_target(target, element);
+        self.learn_record_element(target, iter);
     }
 
     /// Where a local of the innermost function was unpacked from: a call's offset and the

@@ -37,6 +37,9 @@ pub struct ProjectFacts<'a> {
     pub host_fields: Option<&'a rustc_hash::FxHashSet<String>>,
     /// Environment flags the project declares off by default (see `super::env_flags`).
     pub off_flags: Option<&'a rustc_hash::FxHashSet<String>>,
+    /// The project's media record classes and, as `Class.name`, their declared names (see
+    /// `super::records`).
+    pub records: Option<&'a rustc_hash::FxHashSet<String>>,
     /// Function qualified name inside the module → `(parameter, field, type)` for the host-data
     /// fields its class-typed parameters carry.
     pub attribute_types: Option<&'a FxHashMap<String, Vec<AttributeType>>>,

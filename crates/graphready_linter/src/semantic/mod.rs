@@ -18,6 +18,7 @@ mod masks;
 mod model;
 mod predicates;
 mod prefill;
+mod records;
 mod scope;
 mod syntax;
 pub(crate) mod tensor_api;
@@ -29,6 +30,7 @@ pub(crate) use fields::field_declarations;
 pub use host_memory::is_legacy_host_type;
 pub use model::SemanticModel;
 pub use prefill::{reads_extend_data, ModesRuledOut};
+pub(crate) use records::record_declarations;
 pub use syntax::{
     expr_host_named, is_cpu_device, is_cpu_move, keyword, keyword_true, none_comparison,
 };

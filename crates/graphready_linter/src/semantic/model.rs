@@ -220,6 +220,9 @@ impl<'a> SemanticModel<'a> {
         if !scope.capture_only.is_empty() {
             scope.capture_only.remove(name);
         }
+        if !scope.records.is_empty() {
+            scope.records.remove(name);
+        }
         if !scope.param_views.is_empty() {
             scope.param_views.remove(name);
         }

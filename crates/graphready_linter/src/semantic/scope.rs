@@ -52,6 +52,9 @@ pub(super) struct Scope<'a> {
     /// Names that hold a value only while capturing and `None` otherwise (`cg = buffers if
     /// get_is_capture_mode() else None`): `cg is None` is false while capturing.
     pub(super) capture_only: FxHashSet<&'a str>,
+    /// Names bound here to a media record (`false`) or a sequence of them (`true`), by class,
+    /// see [`super::SemanticModel::record_of`].
+    pub(super) records: FxHashMap<&'a str, (&'a str, bool)>,
 }
 
 impl Scope<'_> {
@@ -70,5 +73,6 @@ impl Scope<'_> {
         self.host_parts.clear();
         self.capture_false.clear();
         self.capture_only.clear();
+        self.records.clear();
     }
 }
