@@ -632,6 +632,15 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["Generator._greedy", "Generator.finished"],
             ),
+            // Metadata built once per batch size: the builder that stores under the size runs
+            // in the warm-up (nothing at line 14); a method storing nothing runs every step.
+            finding(
+                "engine/graph_metadata.py",
+                18,
+                "GR101",
+                "stall",
+                &["GraphMetadata.init_replay", "GraphMetadata._note"],
+            ),
             // A tower only an unreached `get_image_feature` runs: that call says the grid is on
             // the host (nothing at line 13); the pixels are on the device.
             finding(
@@ -1166,6 +1175,8 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/freqs.py", 13),
             ("engine/freqs.py", 25),
             ("engine/generation.py", 15),
+            // Built once per batch size, by a method storing under the size.
+            ("engine/graph_metadata.py", 14),
             // A model method only the engine's callback table runs: nothing reaches it.
             ("engine/host_grids.py", 25),
             // A template other code is generated from: nothing imports it.

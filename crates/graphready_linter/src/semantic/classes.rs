@@ -77,6 +77,7 @@ impl<'a> SemanticModel<'a> {
                     }
                     let mut assignments = Vec::new();
                     collect_self_assignments(&method.body, self_name, &mut assignments);
+                    collect_key_stores(method, self_name, &mut info.key_stores);
                     let resets = method.name.id.as_str() != "__init__";
                     for (name, value) in assignments {
                         *info.assignments.entry(name).or_default() += 1;
@@ -259,4 +260,44 @@ fn is_state_field(value: &Expr) -> bool {
                     Expr::BooleanLiteral(ast::ExprBooleanLiteral { value: false, .. })
                 )
         })
+}
+
+/// The stores a method makes into a container on `self` under one of its parameters, directly
+/// in its body: `self.metadata[bs] = metadata` in `_build(self, bs, ...)`.
+fn collect_key_stores<'a>(
+    method: &'a ast::StmtFunctionDef,
+    self_name: &str,
+    out: &mut Vec<(&'a str, &'a str, usize)>,
+) {
+    let params: Vec<&str> = method
+        .parameters
+        .iter_non_variadic_params()
+        .skip(1)
+        .map(|p| p.parameter.name.id.as_str())
+        .collect();
+    for stmt in &method.body {
+        let Stmt::Assign(assign) = stmt else {
+            continue;
+        };
+        for target in &assign.targets {
+            let Expr::Subscript(subscript) = target else {
+                continue;
+            };
+            let (Expr::Attribute(container), Expr::Name(key)) =
+                (&*subscript.value, &*subscript.slice)
+            else {
+                continue;
+            };
+            if !matches!(&*container.value, Expr::Name(n) if n.id.as_str() == self_name) {
+                continue;
+            }
+            if let Some(position) = params.iter().position(|p| *p == key.id.as_str()) {
+                out.push((
+                    method.name.id.as_str(),
+                    container.attr.id.as_str(),
+                    position,
+                ));
+            }
+        }
+    }
 }

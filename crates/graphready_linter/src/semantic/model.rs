@@ -40,6 +40,10 @@ pub struct ClassInfo<'a> {
     pub off_flags: Vec<&'a str>,
     /// How many assignments to each attribute the class's methods make.
     pub assignments: FxHashMap<&'a str, u32>,
+    /// `(method, attribute, position)` for each method that stores into `self.<attribute>`
+    /// under the parameter at `position` (after `self`): `self.metadata[bs] = ...` in
+    /// `_build(self, bs, ...)`.
+    pub key_stores: Vec<(&'a str, &'a str, usize)>,
 }
 
 /// The values bindings replaced, in order, whether the name was bound to the host device then,
@@ -539,6 +543,16 @@ impl<'a> SemanticModel<'a> {
 
     /// Whether the method `method` of the class being visited (not its `__init__`) sets
     /// `self.<attribute>`.
+    /// Whether a method of the class being visited stores into `self.<attribute>` under the
+    /// parameter at `position` (see [`ClassInfo::key_stores`]).
+    pub fn self_method_stores_key(&self, method: &str, attribute: &str, position: usize) -> bool {
+        self.self_class().is_some_and(|(class, _)| {
+            self.classes
+                .get(class)
+                .is_some_and(|info| info.key_stores.contains(&(method, attribute, position)))
+        })
+    }
+
     pub fn self_method_sets(&self, method: &str, attribute: &str) -> bool {
         self.self_class().is_some_and(|(class, _)| {
             self.classes.get(class).is_some_and(|info| {

@@ -18,7 +18,9 @@ use ruff_python_ast::{self as ast, Expr};
 /// instance's own state) are made again and stay checked. Also `if not hasattr(self, "t"):`
 /// whose body sets `self.t` (an assignment, `register_buffer("t", ...)` or `setattr`). The
 /// per-key forms also hold for a dict on `self` (`t = self.cache.get(key)`, `if key not in
-/// self.cache:`, and an `or` of such tests whose body fills in every cache).
+/// self.cache:`, and an `or` of such tests whose body fills in every cache), also where the
+/// body calls a method that stores under the key (`if bs not in self.metadata:
+/// self._build(bs)` with `self.metadata[bs] = ...` in `_build`).
 pub fn is_lazy_init(
     model: &SemanticModel,
     if_stmt: &ast::StmtIf,
@@ -74,7 +76,8 @@ pub fn is_lazy_init(
             ComparableExpr::from(&*compare.left)
         }
         (ast::CmpOp::NotIn, cache) if is_lasting_cache(model, cache) => {
-            return stores_key(&if_stmt.body, cache, &compare.left);
+            return stores_key(&if_stmt.body, cache, &compare.left)
+                || builds_key(model, &if_stmt.body, cache, &compare.left);
         }
         _ => return false,
     };
@@ -403,6 +406,46 @@ fn stores_key(body: &[ast::Stmt], cache: &Expr, key: &Expr) -> bool {
         matches!(target, Expr::Subscript(subscript)
             if ComparableExpr::from(&*subscript.value) == cache
                 && ComparableExpr::from(&*subscript.slice) == key)
+    })
+}
+
+/// Whether a statement directly in a block calls a method of `self` that stores into `cache`
+/// (an attribute of `self`) under the parameter it is passed `key` for: `if bs not in
+/// self.metadata: self._build(bs, ...)` with `_build` storing `self.metadata[bs] = ...`.
+fn builds_key(model: &SemanticModel, body: &[ast::Stmt], cache: &Expr, key: &Expr) -> bool {
+    let (Expr::Attribute(cache), Some(self_name)) = (cache, model.self_name()) else {
+        return false;
+    };
+    if !matches!(&*cache.value, Expr::Name(receiver) if receiver.id.as_str() == self_name) {
+        return false;
+    }
+    let key = ComparableExpr::from(key);
+    body.iter().any(|stmt| {
+        let call = match stmt {
+            ast::Stmt::Expr(ast::StmtExpr { value, .. }) => value,
+            ast::Stmt::Assign(assign) => &assign.value,
+            _ => return false,
+        };
+        let Expr::Call(call) = &**call else {
+            return false;
+        };
+        let Expr::Attribute(method) = &*call.func else {
+            return false;
+        };
+        matches!(&*method.value, Expr::Name(receiver) if receiver.id.as_str() == self_name)
+            && call
+                .arguments
+                .args
+                .iter()
+                .enumerate()
+                .any(|(position, arg)| {
+                    ComparableExpr::from(arg) == key
+                        && model.self_method_stores_key(
+                            method.attr.as_str(),
+                            cache.attr.as_str(),
+                            position,
+                        )
+                })
     })
 }
 
