@@ -183,9 +183,10 @@ pub fn is_converging<'s>(model: &SemanticModel, if_stmt: &'s ast::StmtIf) -> boo
 /// followed by code that sets the module global `_CACHE`, or `if key in self._done: return`
 /// followed by code that records the key (`self._done.add(key)`) in a container that lasts, or
 /// `t = self.memo.get(key)` then `if t is not None: return t` followed by code that stores
-/// `self.memo[key]`. The cache may be read with `getattr(self, "t", None)`, and may remember its
-/// key (`if t is not None and t[0] == key: return t[1]`, the rest setting `self.t`). The code
-/// after it runs once (per key), in the warm-up.
+/// `self.memo[key]`. The rest may set the attribute with `setattr(self, "t", ...)` or
+/// `object.__setattr__(self, "t", ...)`. The cache may be read with `getattr(self, "t",
+/// None)`, and may remember its key (`if t is not None and t[0] == key: return t[1]`, the rest
+/// setting `self.t`). The code after it runs once (per key), in the warm-up.
 pub fn is_lazy_early_return(
     model: &SemanticModel,
     if_stmt: &ast::StmtIf,
@@ -543,6 +544,29 @@ fn attribute_of<'e>(expr: &'e Expr, receiver: &str) -> Option<&'e str> {
 /// Whether an assignment directly in a block sets `receiver.<name>`.
 fn sets_attribute(body: &[ast::Stmt], receiver: &str, name: &str) -> bool {
     assigned_targets(body).any(|target| attribute_of(target, receiver) == Some(name))
+        || body.iter().any(|stmt| sets_by_call(stmt, receiver, name))
+}
+
+/// `setattr(receiver, "name", ...)` or `object.__setattr__(receiver, "name", ...)` (past an
+/// `nn.Module`'s own `__setattr__`), as a statement.
+fn sets_by_call(stmt: &ast::Stmt, receiver: &str, name: &str) -> bool {
+    let ast::Stmt::Expr(ast::StmtExpr { value, .. }) = stmt else {
+        return false;
+    };
+    let Expr::Call(call) = &**value else {
+        return false;
+    };
+    let setter = match &*call.func {
+        Expr::Name(function) => function.id.as_str() == "setattr",
+        Expr::Attribute(method) => {
+            method.attr.as_str() == "__setattr__"
+                && matches!(&*method.value, Expr::Name(object) if object.id.as_str() == "object")
+        }
+        _ => false,
+    };
+    setter
+        && matches!(&*call.arguments.args, [Expr::Name(target), Expr::StringLiteral(key), _]
+            if target.id.as_str() == receiver && key.value.to_str() == name)
 }
 
 /// The targets of the assignments directly in a block.
