@@ -710,7 +710,8 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             ),
             // A media item's attributes its `__getattr__` serves from the processor's outputs
             // are host data: the tower's reads of the grid (lines 27-28) and the model's read of
-            // the sizes (line 47) wait for nothing; the pixels are on the device.
+            // the sizes (line 47), also read from the dictionary itself (line 50), wait for
+            // nothing; the pixels are on the device.
             finding(
                 "engine/media_items.py",
                 30,

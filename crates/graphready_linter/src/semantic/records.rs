@@ -12,15 +12,17 @@
 //! List[MediaItem]`, `Optional[...]`), and a loop or comprehension variable drawn from a
 //! parameter annotated as a sequence of them, hold instances. A declared field or method of the
 //! class (`item.feature`, which the engine may move to the device) is not served by
-//! `__getattr__` and says nothing.
+//! `__getattr__` and says nothing; a read of the serving dictionary itself by key
+//! (`item.model_specific_data.get("grid_thws")`) is host data as well.
 
 use super::model::SemanticModel;
 use super::types::Ty;
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr, Stmt};
 
-/// The record classes a module declares: for each, its name, then `Class.name` for each of its
-/// declared fields, class attributes, methods and attributes its methods set on `self`.
+/// The record classes a module declares: for each, its name, `Class:dictionary` for the field
+/// `__getattr__` serves from, then `Class.name` for each of its declared fields, class
+/// attributes, methods and attributes its methods set on `self`.
 pub(crate) fn record_declarations(module: &ast::ModModule) -> Vec<String> {
     let mut collector = Collector::default();
     collector.visit_body(&module.body);
@@ -35,9 +37,10 @@ struct Collector {
 impl<'a> Visitor<'a> for Collector {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
         if let Stmt::ClassDef(class) = stmt {
-            if serves_from_dictionary(class) {
+            if let Some(dictionary) = serves_from_dictionary(class) {
                 let name = class.name.as_str();
                 self.out.push(name.to_string());
+                self.out.push(format!("{name}:{dictionary}"));
                 for declared in declared_names(class) {
                     self.out.push(format!("{name}.{declared}"));
                 }
@@ -47,15 +50,15 @@ impl<'a> Visitor<'a> for Collector {
     }
 }
 
-/// Whether a class's `__getattr__(self, name)` returns `self.<dictionary>[name]`.
-fn serves_from_dictionary(class: &ast::StmtClassDef) -> bool {
-    class.body.iter().any(|stmt| {
+/// The dictionary a class's `__getattr__(self, name)` serves from: `self.<dictionary>[name]`.
+fn serves_from_dictionary(class: &ast::StmtClassDef) -> Option<&str> {
+    class.body.iter().find_map(|stmt| {
         let Stmt::FunctionDef(function) = stmt else {
-            return false;
+            return None;
         };
         let params = &function.parameters.args;
         if function.name.as_str() != "__getattr__" || params.len() != 2 {
-            return false;
+            return None;
         }
         let (receiver, key) = (
             params[0].parameter.name.as_str(),
@@ -64,20 +67,20 @@ fn serves_from_dictionary(class: &ast::StmtClassDef) -> bool {
         let mut found = ReturnsEntry {
             receiver,
             key,
-            found: false,
+            found: None,
         };
         found.visit_body(&function.body);
         found.found
     })
 }
 
-struct ReturnsEntry<'n> {
+struct ReturnsEntry<'n, 'a> {
     receiver: &'n str,
     key: &'n str,
-    found: bool,
+    found: Option<&'a str>,
 }
 
-impl<'a> Visitor<'a> for ReturnsEntry<'_> {
+impl<'a> Visitor<'a> for ReturnsEntry<'_, 'a> {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
         if let Stmt::Return(ast::StmtReturn {
             value: Some(value), ..
@@ -86,9 +89,12 @@ impl<'a> Visitor<'a> for ReturnsEntry<'_> {
             if let Expr::Subscript(subscript) = &**value {
                 let keyed =
                     matches!(&*subscript.slice, Expr::Name(key) if key.id.as_str() == self.key);
-                let on_self = matches!(&*subscript.value, Expr::Attribute(attribute)
-                    if matches!(&*attribute.value, Expr::Name(receiver) if receiver.id.as_str() == self.receiver));
-                self.found |= keyed && on_self;
+                if let Expr::Attribute(attribute) = &*subscript.value {
+                    let on_self = matches!(&*attribute.value, Expr::Name(receiver) if receiver.id.as_str() == self.receiver);
+                    if keyed && on_self && self.found.is_none() {
+                        self.found = Some(attribute.attr.as_str());
+                    }
+                }
             }
         }
         visitor::walk_stmt(self, stmt);
@@ -232,6 +238,34 @@ impl<'a> SemanticModel<'a> {
         match self.record_of(receiver.id.as_str())? {
             (class, false) => self.record_attribute(class, attribute.attr.as_str()),
             (_, true) => None,
+        }
+    }
+
+    /// A read of a record's serving dictionary by key: `item.model_specific_data.get("grid")`,
+    /// `item.model_specific_data["grid"]`: what the processor put there, host data.
+    pub(super) fn reads_record_dictionary(&self, expr: &Expr) -> bool {
+        let Some(records) = self.types.facts.records else {
+            return false;
+        };
+        let dictionary = match expr {
+            Expr::Subscript(subscript) => &*subscript.value,
+            Expr::Call(call) => match &*call.func {
+                Expr::Attribute(get) if get.attr.as_str() == "get" => &*get.value,
+                _ => return false,
+            },
+            _ => return false,
+        };
+        let Expr::Attribute(dictionary) = dictionary else {
+            return false;
+        };
+        let Expr::Name(receiver) = &*dictionary.value else {
+            return false;
+        };
+        match self.record_of(receiver.id.as_str()) {
+            Some((class, false)) => {
+                records.contains(&format!("{class}:{}", dictionary.attr.as_str()))
+            }
+            _ => false,
         }
     }
 

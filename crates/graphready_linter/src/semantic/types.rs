@@ -357,7 +357,7 @@ impl<'a> SemanticModel<'a> {
     }
 
     fn compute_ty(&self, expr: &Expr) -> Ty {
-        if self.reads_host_field(expr) {
+        if self.reads_host_field(expr) || self.reads_record_dictionary(expr) {
             return Ty::CpuTensor;
         }
         match expr {

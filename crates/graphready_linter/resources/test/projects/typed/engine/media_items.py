@@ -46,6 +46,9 @@ class GridVisionModel(torch.nn.Module):
             # Host sizes the processor made: no sync.
             if item.crop_sizes.prod().item() == 0:
                 return input_ids
+            # Read from the dictionary itself: the same host data.
+            if item.model_specific_data["frames"].sum().item() == 0:
+                return input_ids
         return embed_routine(input_ids, items, self.get_image_feature)
 
 
