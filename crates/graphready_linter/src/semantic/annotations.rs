@@ -103,19 +103,10 @@ impl<'a> SemanticModel<'a> {
     /// `torch.Tensor | None` and `Optional[torch.Tensor]` are tensors there.
     pub fn present_annotation_ty(&self, annotation: &Expr) -> Ty {
         match annotation {
-            Expr::BinOp(ast::ExprBinOp {
-                left,
-                op: ast::Operator::BitOr,
-                right,
-                ..
-            }) if left.is_none_literal_expr() || right.is_none_literal_expr() => {
-                let present = if left.is_none_literal_expr() {
-                    right
-                } else {
-                    left
-                };
-                self.annotation_ty(present)
-            }
+            Expr::BinOp(binop) => match super::syntax::or_none(binop) {
+                Some(present) => self.annotation_ty(present),
+                None => self.annotation_ty(annotation),
+            },
             Expr::Subscript(subscript)
                 if self.qualified_name(&subscript.value).as_deref() == Some("typing.Optional") =>
             {

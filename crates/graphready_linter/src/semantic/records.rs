@@ -170,19 +170,7 @@ impl<'a> SemanticModel<'a> {
             records.contains(name).then_some(name)
         };
         match annotation {
-            Expr::BinOp(ast::ExprBinOp {
-                left,
-                op: ast::Operator::BitOr,
-                right,
-                ..
-            }) if left.is_none_literal_expr() || right.is_none_literal_expr() => {
-                let present = if left.is_none_literal_expr() {
-                    right
-                } else {
-                    left
-                };
-                self.record_annotation(present)
-            }
+            Expr::BinOp(binop) => self.record_annotation(super::syntax::or_none(binop)?),
             Expr::Subscript(subscript) => {
                 let container = match &*subscript.value {
                     Expr::Name(name) => name.id.as_str(),

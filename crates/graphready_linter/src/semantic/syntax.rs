@@ -123,6 +123,22 @@ pub fn none_comparison(test: &Expr) -> Option<(&str, bool)> {
     }
 }
 
+/// The type an optional annotation holds when a value is present: `X` of `X | None` (or
+/// `None | X`).
+pub(super) fn or_none(binop: &ast::ExprBinOp) -> Option<&Expr> {
+    if !matches!(binop.op, ast::Operator::BitOr) {
+        return None;
+    }
+    match (
+        binop.left.is_none_literal_expr(),
+        binop.right.is_none_literal_expr(),
+    ) {
+        (true, false) => Some(&binop.right),
+        (false, true) => Some(&binop.left),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::host_named;
