@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 /// Phase 1: every file on its own. While discovery runs, every file is read, and those that
 /// declare input fields (vLLM's multimodal processors) are scanned for the fields they keep on
-/// the host; then every file worth checking is checked from what was read, knowing them, so
+/// the host (and those that keep flag registries or media records, for those); then every file
+/// worth checking is checked from what was read, knowing them, so
 /// that a model reads a field its processor in another module keeps on the host as a host
 /// tensor, and passes it on as one. Returns the candidates in
 /// discovery order, the outcomes (files that never mention `torch` have none), the discovery
@@ -124,15 +125,16 @@ pub(super) struct Declared {
     pub(super) records: rustc_hash::FxHashSet<String>,
 }
 
-/// The input fields the project's processors declare, and the environment flags its registries
-/// declare off by default.
+/// The input fields the project's processors declare, the environment flags its registries
+/// declare off by default, and its media record classes.
 #[derive(Default)]
 struct FieldTally {
     kept: rustc_hash::FxHashSet<String>,
     on_device: rustc_hash::FxHashSet<String>,
     off_flags: rustc_hash::FxHashSet<String>,
+    /// See [`Declared::records`].
     records: rustc_hash::FxHashSet<String>,
-    /// The templates generated files name (see [`file::template_of`]).
+    /// The templates generated files name (see [`super::file::template_of`]).
     templates: FxHashSet<PathBuf>,
 }
 
