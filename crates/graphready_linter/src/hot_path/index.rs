@@ -541,8 +541,8 @@ impl<'s> ProjectIndex<'s> {
                 if !out.is_empty() {
                     return out;
                 }
-                // No such method: a field that a call filled (see `invoke_computed_field`).
-                self.invoke_computed_field(module, class, method)
+                // No such method: a field called (see `invoke_self_field`).
+                self.invoke_self_field(module, class, method)
             }
             CallTarget::Method { receiver, method } => {
                 self.resolve_method(module, receiver, method)

@@ -5,6 +5,9 @@ use super::index::{NodeId, ProjectIndex};
 use super::types::TypeVal;
 use crate::summary::{PathRoot, PathStep, TypePath};
 
+/// Above this many subclasses, a module only subclasses hold is left unknown (see
+/// `ProjectIndex::subclass_held_forwards`): a base of everything says nothing of one instance.
+const MAX_FIELD_SUBCLASSES: usize = 16;
 impl ProjectIndex<'_> {
     /// What calling a value runs: each instance's `forward`, else `__call__` (calling a class
     /// object constructs an instance, and a container is not called: nothing runs).
@@ -27,12 +30,7 @@ impl ProjectIndex<'_> {
     /// (`self._forward_entry = self._select_forward()`, which returns a custom operator). A
     /// field given a value as it is (`self.model = model`) is left alone: a runner calling the
     /// model it was handed runs the outermost model, which stays an entry of its own.
-    pub(super) fn invoke_computed_field(
-        &self,
-        module: usize,
-        class: &str,
-        field: &str,
-    ) -> Vec<NodeId> {
+    fn invoke_computed_field(&self, module: usize, class: &str, field: &str) -> Vec<NodeId> {
         let computed = self.class_named(module, class).and_then(|start| {
             self.find_up(start, |current| {
                 self.class_summary(current)
@@ -63,6 +61,59 @@ impl ProjectIndex<'_> {
                 }
             }
         }
+        out
+    }
+
+    /// `self.<field>(...)` where the class has no such method: a field that a call filled (see
+    /// [`Self::invoke_computed_field`]), or a module the subclasses hold under that name (see
+    /// [`Self::subclass_held_forwards`]).
+    pub(super) fn invoke_self_field(&self, module: usize, class: &str, field: &str) -> Vec<NodeId> {
+        let computed = self.invoke_computed_field(module, class, field);
+        if !computed.is_empty() {
+            return computed;
+        }
+        self.subclass_held_forwards(module, class, field)
+    }
+
+    /// `self.visual(...)` in a class that holds no `visual` itself, nor inherits one: the
+    /// modules its subclasses hold under that name, called (a mixin's method running the tower
+    /// each model using the mixin sets). Not for classes with very many subclasses.
+    fn subclass_held_forwards(&self, module: usize, class: &str, field: &str) -> Vec<NodeId> {
+        let mut out = Vec::new();
+        let Some(start) = self.class_named(module, class) else {
+            return out;
+        };
+        let inherited = self
+            .find_up(start, |current| {
+                self.class_summary(current)
+                    .attributes
+                    .get(field)
+                    .map(|_| ())
+            })
+            .is_some();
+        let subclasses = self.subclasses_of(start);
+        if inherited || subclasses.len() > MAX_FIELD_SUBCLASSES {
+            return out;
+        }
+        for &sub in subclasses {
+            for reference in self
+                .class_summary(sub)
+                .attributes
+                .get(field)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(held) = self.class_of(sub.0, reference) {
+                    let before = out.len();
+                    self.instance_method(held, "forward", &mut out);
+                    if out.len() == before {
+                        self.instance_method(held, "__call__", &mut out);
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
         out
     }
 
