@@ -541,8 +541,6 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
-    /// Whether the method `method` of the class being visited (not its `__init__`) sets
-    /// `self.<attribute>`.
     /// Whether a method of the class being visited stores into `self.<attribute>` under the
     /// parameter at `position` (see [`ClassInfo::key_stores`]).
     pub fn self_method_stores_key(&self, method: &str, attribute: &str, position: usize) -> bool {
@@ -553,6 +551,8 @@ impl<'a> SemanticModel<'a> {
         })
     }
 
+    /// Whether the method `method` of the class being visited (not its `__init__`) sets
+    /// `self.<attribute>`.
     pub fn self_method_sets(&self, method: &str, attribute: &str) -> bool {
         self.self_class().is_some_and(|(class, _)| {
             self.classes.get(class).is_some_and(|info| {

@@ -507,12 +507,11 @@ impl SemanticModel<'_> {
     /// `[f(x) for x in xs]`: a list of tensors when `f(x)` is one, a list of host values when it
     /// is one or when it is the loop variable over host values (`[i for i in range(n)]`).
     fn list_comprehension_ty(&self, comprehension: &ast::ExprListComp) -> Ty {
-        let record = comprehension
-            .generators
-            .first()
+        let generator = comprehension.generators.first();
+        let record = generator
             .and_then(|generator| self.record_comprehension_element(&comprehension.elt, generator));
-        let element = match (&*comprehension.elt, comprehension.generators.first()) {
-            _ if record.is_some() => record.unwrap_or_default(),
+        let element = match (&*comprehension.elt, generator) {
+            _ if let Some(record) = record => record,
             (Expr::Name(name), Some(generator)) if matches!(&generator.target, Expr::Name(target) if target.id == name.id) => {
                 self.ty(&generator.iter).element()
             }
