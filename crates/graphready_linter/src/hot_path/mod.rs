@@ -247,9 +247,32 @@ impl<'s> HotPath<'s> {
             .iter()
             .filter_map(|entry| index.method_class(entry.node))
             .collect();
-        let processor_built = processors::processor_built(&index, &default_classes);
-        // A class only a device without CUDA graphs has instances of: no call runs its methods.
-        let platform_only = platforms::platform_only(&index);
+        let training = |function: &crate::summary::FunctionSummary| {
+            steps::is_training_qualname(&function.qualname)
+        };
+        // Independent questions about the whole project, answered on both cores.
+        let (
+            (processor_built, platform_only, uncapturable),
+            ([called, trained], guarded, held, copies),
+        ) = rayon::join(
+            || {
+                (
+                    processors::processor_built(&index, &default_classes),
+                    // A class only a device without CUDA graphs has instances of: no call runs
+                    // its methods.
+                    platforms::platform_only(&index),
+                    capture_hooks::uncapturable(&index),
+                )
+            },
+            || {
+                (
+                    index.called_through("forward", training),
+                    index.invoked_guarded(),
+                    encoders::held_classes(&index),
+                    host_copies::host_copies(&index),
+                )
+            },
+        );
         defaults.retain(|entry| {
             !index.method_class(entry.node).is_some_and(|class| {
                 processor_built.contains(&class) || platform_only.contains(&class)
@@ -258,7 +281,7 @@ impl<'s> HotPath<'s> {
         let mut blocked = eager.clone();
         blocked.extend(platforms::methods(&index, &platform_only));
         // Classes that implement none of their base's capture hooks run eagerly.
-        let uncapturable = platforms::methods(&index, &capture_hooks::uncapturable(&index));
+        let uncapturable = platforms::methods(&index, &uncapturable);
         let mut capture_blocked = blocked.clone();
         capture_blocked.extend(uncapturable.iter().copied());
         let uncapturable: FxHashSet<NodeId> = uncapturable.into_iter().collect();
@@ -268,14 +291,9 @@ impl<'s> HotPath<'s> {
         // outermost model rather than at the layer that holds the finding.
         // Calls made by training code (a loss running its matcher) are not inference's: a
         // module only training code runs is no entry at all.
-        let training = |function: &crate::summary::FunctionSummary| {
-            steps::is_training_qualname(&function.qualname)
-        };
-        let [called, trained] = index.called_through("forward", training);
         defaults.retain(|entry| called.contains(&entry.node) || !trained.contains(&entry.node));
         // Invoked only where the author declared the code eager (`with gpu_sync_allowed():`):
         // called, so no outermost model, and no entry of the host path either.
-        let guarded = index.invoked_guarded();
         defaults.retain(|entry| called.contains(&entry.node) || !guarded.contains(&entry.node));
         // An encoder no project function is seen to call runs per request on the host path,
         // like one the project calls only from uncaptured code: engines capture the decoder's
@@ -286,7 +304,6 @@ impl<'s> HotPath<'s> {
             });
         // A pipeline component its loader builds on its own (a diffusion pipeline's text
         // encoder, its VAE) runs once per request, not every step.
-        let held = encoders::held_classes(&index);
         inner.retain(|entry| !encoders::is_standalone_component(&index, &held, entry.node));
         // Parameters the project's calls decide; entry points are called from outside too.
         let entry_nodes: FxHashSet<NodeId> = explicit
@@ -309,7 +326,6 @@ impl<'s> HotPath<'s> {
             .set(constants::dead_sites(&index, &constants));
         let mut captured = FxHashMap::default();
         let mut eager_hits = Vec::new();
-        let copies = host_copies::host_copies(&index);
         // What the step search and the parameter stage need besides the captured set, on the
         // other core meanwhile.
         let (given, (by_name, once, property_reads, attribute_types)) = rayon::join(
