@@ -799,21 +799,34 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 ],
             ),
             // Every call gives `gather_pages` and `mask_rows` what their fallbacks compute
-            // (lines 12 and 18: see the cold list); one call leaves out `pool`'s. A `None` that
+            // (lines 16 and 22: see the cold list); one call leaves out `pool`'s. A `None` that
             // selects a path (`scale`) stays open.
             finding(
                 "engine/optional_args.py",
-                24,
+                28,
                 "GR101",
                 "capture",
                 &["PagedMixer.forward", "pool"],
             ),
             finding(
                 "engine/optional_args.py",
-                31,
+                35,
                 "GR101",
                 "capture",
                 &["PagedMixer.forward", "scaled"],
+            ),
+            // Both calls of the wrapper handing `full` on give it (line 53: see the cold list);
+            // the other wrapper's call leaves it out.
+            finding(
+                "engine/optional_args.py",
+                61,
+                "GR101",
+                "capture",
+                &[
+                    "MaskedDenoiser.forward",
+                    "MaskedDenoiser.pooled_masks",
+                    "pooled_mask",
+                ],
             ),
             // Arguments handed on in a dict (`self.tower(**options)`): the grid one model makes
             // on the host reaches `grid` as a host tensor, but the other model rebinds its dict
@@ -1186,9 +1199,11 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             // some library object's method of that name may be what runs, so the graph search
             // does not follow the guess.
             ("engine/ops.py", 86),
-            // Fallbacks no call takes: every call gives the argument they compute.
-            ("engine/optional_args.py", 12),
-            ("engine/optional_args.py", 18),
+            // Fallbacks no call takes: every call gives the argument they compute (a wrapper's
+            // calls give what it hands on).
+            ("engine/optional_args.py", 16),
+            ("engine/optional_args.py", 22),
+            ("engine/optional_args.py", 53),
             // A check whose switch the caller passes from a debug switch: off as shipped.
             ("engine/page_checks.py", 13),
             // Called only under a guard its body makes false (a buffer put back in float32).
@@ -1229,8 +1244,8 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             // `isinstance(indices, list) or ...` with no caller passing `indices`: `None` is
             // neither.
             ("engine/switches.py", 104),
-            ("engine/tests/test_runner.py", 8),
-            ("engine/tests/test_runner.py", 9),
+            ("engine/tests/test_runner.py", 12),
+            ("engine/tests/test_runner.py", 13),
             // A speech encoder invoked only in an eager block (`with gpu_sync_allowed():`).
             ("engine/tower.py", 30),
             // Training and offline tooling: a matcher only a loss module runs, the loss, a

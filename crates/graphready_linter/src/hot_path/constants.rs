@@ -7,8 +7,8 @@
 //!
 //! A parameter defaulting to `None` that a fallback computes in its place (`if cu_seqlens is
 //! None: cu_seqlens = torch.tensor(...)`), and that every such call gives a value (an expression
-//! that is not the `None` literal, nor the caller's own parameter defaulting to `None`), is
-//! never `None` there: the fallback never runs. Callers that build the argument once per step
+//! that is not the `None` literal, nor the caller's own parameter defaulting to `None` unless
+//! the caller's own calls all give that one), is never `None` there: the fallback never runs. Callers that build the argument once per step
 //! and hand it on are how engines avoid that work. A `None` that selects a path instead (`if
 //! alpha is not None: ... return`) stays open: it comes from a setting.
 //!
@@ -111,32 +111,11 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
             names.insert(last_name(&function.qualname));
         }
     }
-    // The calls of those names, from code that runs every step.
-    let nodes: Vec<NodeId> = index.nodes().collect();
-    let sites: Vec<(NodeId, &CallSite)> = nodes
-        .par_iter()
-        .with_min_len(256)
-        .flat_map_iter(|&caller| {
-            index
-                .function(caller)
-                .calls
-                .iter()
-                .filter(|site| names.contains(site.target.method_name()))
-                .map(move |site| (caller, site))
-        })
-        .collect();
-    // A name called from many places (`get`, `run`) is left open: deciding it would mean
-    // resolving every one of those calls, and the arguments of so many calls seldom agree.
-    let mut counts: FxHashMap<&str, usize> = FxHashMap::default();
-    for (_, site) in &sites {
-        *counts.entry(site.target.method_name()).or_default() += 1;
-    }
-    let sites: Vec<(NodeId, &CallSite)> = sites
-        .into_par_iter()
-        .filter(|(_, site)| counts[site.target.method_name()] <= MAX_SITES)
-        .filter(|(caller, _)| !index.runs_once(*caller))
-        .collect();
-    let found: Vec<((NodeId, &'s str), Passed, NodeId)> = sites
+    // The calls of those names, from code that runs every step; a name called from many
+    // places (`get`, `run`) is left open.
+    let sites = calls_of(index, &names);
+    type Found<'s> = ((NodeId, &'s str), Passed, NodeId, Option<&'s str>);
+    let found: Vec<Found<'s>> = sites
         .par_iter()
         .filter(|(_, site)| by_name.contains(site.target.method_name()))
         .flat_map_iter(|&(caller, site)| {
@@ -144,9 +123,13 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
             for callee in index.resolve(caller.module, &site.target) {
                 if let Some(params) = tested.get(&callee) {
                     let function = index.function(callee);
+                    let own = index.function(caller);
                     for &param in params {
-                        let passed = passes(index.function(caller), function, site, param);
-                        out.push(((callee, param), passed, caller));
+                        let passed = passes(own, function, site, param);
+                        let handed = (passed == Passed::Varies)
+                            .then(|| handed_on(own, function, site, param))
+                            .flatten();
+                        out.push(((callee, param), passed, caller, handed));
                     }
                 }
             }
@@ -155,13 +138,16 @@ pub(super) fn find<'s>(index: &ProjectIndex<'s>, entries: &FxHashSet<NodeId>) ->
         .collect();
     let mut passes = Vec::with_capacity(found.len());
     let mut forwarded = Vec::new();
-    for (key, passed, caller) in found {
-        match passed {
-            Passed::Forwarded => forwarded.push((key, caller)),
-            other => passes.push((key, other)),
+    let mut handed = Vec::new();
+    for (key, passed, caller, own) in found {
+        match (passed, own) {
+            (_, Some(own)) => handed.push((key, caller, own)),
+            (Passed::Forwarded, None) => forwarded.push((key, caller)),
+            (other, None) => passes.push((key, other)),
         }
     }
     passes.extend(through_kwargs(index, entries, &sites, &forwarded));
+    passes.extend(through_own(index, entries, &handed));
     let mut passed: FxHashMap<(NodeId, &'s str), Passed> = FxHashMap::default();
     let turned_on: FxHashSet<(NodeId, &'s str)> = passes
         .iter()
@@ -298,6 +284,98 @@ fn given(
     } else {
         Passed::Given
     })
+}
+
+/// The caller's own parameter defaulting to `None` that a call passes to `param`, if it does.
+fn handed_on<'s>(
+    caller: &'s FunctionSummary,
+    function: &FunctionSummary,
+    site: &CallSite,
+    param: &str,
+) -> Option<&'s str> {
+    let bound = bound(&site.target);
+    site.param_args
+        .iter()
+        .map(|(key, _)| key)
+        .find(|key| param_of(function, bound, key).is_some_and(|p| p.name == param))
+        .and_then(|key| own_optional(caller, site, key))
+}
+
+/// What calls that hand on their caller's own parameter defaulting to `None` pass: what the
+/// caller's own calls (from code that runs every step, of names called from few places) pass
+/// to that parameter, one caller deep (`def masks(self, m, *, full=None): return
+/// make(m, full=full)` called with `full=False` and `full=flag` gives `make`'s `full` a value).
+/// A caller that is an entry point, or that no such call reaches, may receive anything.
+fn through_own<'s>(
+    index: &ProjectIndex<'s>,
+    entries: &FxHashSet<NodeId>,
+    handed: &[((NodeId, &'s str), NodeId, &'s str)],
+) -> Vec<((NodeId, &'s str), Passed)> {
+    if handed.is_empty() {
+        return Vec::new();
+    }
+    let callers: FxHashSet<NodeId> = handed.iter().map(|(_, caller, _)| *caller).collect();
+    let names: FxHashSet<&str> = callers
+        .iter()
+        .map(|&node| last_name(&index.function(node).qualname))
+        .collect();
+    let mut calls: FxHashMap<NodeId, Vec<(NodeId, &CallSite)>> = FxHashMap::default();
+    for (outer, site) in calls_of(index, &names) {
+        for callee in index.resolve(outer.module, &site.target) {
+            if callers.contains(&callee) {
+                calls.entry(callee).or_default().push((outer, site));
+            }
+        }
+    }
+    handed
+        .iter()
+        .map(|&(key, caller, own)| {
+            let function = index.function(caller);
+            let value = match calls.get(&caller) {
+                Some(sites) if !entries.contains(&caller) => sites
+                    .iter()
+                    .map(|&(outer, site)| passes(index.function(outer), function, site, own))
+                    .reduce(merge)
+                    .unwrap_or(Passed::Varies),
+                _ => Passed::Varies,
+            };
+            // Forwarded again (the outer caller's `**kwargs`): not followed further.
+            let value = if value == Passed::Forwarded {
+                Passed::Varies
+            } else {
+                value
+            };
+            (key, value)
+        })
+        .collect()
+}
+
+/// The calls of these names from code that runs every step, for names called from at most
+/// [`MAX_SITES`] places (deciding a name called from many places means resolving every one of
+/// its calls, and the arguments of so many calls seldom agree).
+fn calls_of<'s>(index: &ProjectIndex<'s>, names: &FxHashSet<&str>) -> Vec<(NodeId, &'s CallSite)> {
+    let nodes: Vec<NodeId> = index.nodes().collect();
+    let sites: Vec<(NodeId, &'s CallSite)> = nodes
+        .par_iter()
+        .with_min_len(256)
+        .flat_map_iter(|&caller| {
+            index
+                .function(caller)
+                .calls
+                .iter()
+                .filter(|site| names.contains(site.target.method_name()))
+                .map(move |site| (caller, site))
+        })
+        .collect();
+    let mut counts: FxHashMap<&str, usize> = FxHashMap::default();
+    for (_, site) in &sites {
+        *counts.entry(site.target.method_name()).or_default() += 1;
+    }
+    sites
+        .into_par_iter()
+        .filter(|(_, site)| counts[site.target.method_name()] <= MAX_SITES)
+        .filter(|(caller, _)| !index.runs_once(*caller))
+        .collect()
 }
 
 /// The last part of a qualified name (`method` of `Class.method`): what calls spell.

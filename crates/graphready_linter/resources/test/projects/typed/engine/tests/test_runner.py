@@ -3,6 +3,10 @@
 import torch
 
 
+def test_masks(model, masks):
+    assert model.masks_4d(masks) is None
+
+
 def test_replay_is_fast(graph, out):
     graph.replay()
     torch.cuda.synchronize()
