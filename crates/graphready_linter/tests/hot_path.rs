@@ -650,6 +650,14 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "stall",
                 &["GridTower.forward"],
             ),
+            // The same with the tower in a module of its own (nothing at line 17).
+            finding(
+                "engine/host_grids_tower.py",
+                13,
+                "GR101",
+                "stall",
+                &["PatchTower.forward"],
+            ),
             // A head module built by the constructor, which nothing reaches, defined in another
             // module: the file is typed again with the project's module classes.
             // Nothing in `engine/grids.py`: the grid its model passes as a list is made a host
@@ -1193,6 +1201,7 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             ("engine/graph_metadata.py", 14),
             // A model method only the engine's callback table runs: nothing reaches it.
             ("engine/host_grids.py", 25),
+            ("engine/host_grids_model.py", 18),
             // A template other code is generated from: nothing imports it.
             ("engine/modular_tiles.py", 10),
             // A public method the project defines once, called on a module a lookup returns:

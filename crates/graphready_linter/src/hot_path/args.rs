@@ -158,20 +158,47 @@ pub(super) fn param_types(
     out
 }
 
-/// The functions of their own modules, reached by no search, that call module forwards run
-/// only on the host path (a projector its model's `get_image_feature` runs, called through a
-/// table of callbacks nothing follows): their calls are evidence of what those forwards receive
-/// as much as a reached caller's (a grid the model keeps on the host).
+/// The functions reached by no search (set-up and harnesses aside) that call module forwards
+/// run only on the host path (a projector or a vision tower that its model's
+/// `get_image_feature` runs, called through a table of callbacks nothing follows): their calls
+/// are evidence of what those forwards receive as much as a reached caller's (a grid the model
+/// keeps on the host). They are looked for in the forwards' own modules and in the modules
+/// whose classes hold an instance of one (`self.visual = VisionTower(...)`).
 fn unreached_callers(
     index: &ProjectIndex,
     reached: &[NodeId],
     uncaptured: &FxHashSet<NodeId>,
 ) -> Vec<NodeId> {
     let reached: FxHashSet<NodeId> = reached.iter().copied().collect();
-    let modules: FxHashSet<usize> = uncaptured.iter().map(|node| node.module).collect();
+    let last = |name: &'_ str| name.rsplit('.').next().unwrap_or(name).to_owned();
+    let classes: FxHashSet<String> = uncaptured
+        .iter()
+        .filter_map(|node| index.method_class(*node))
+        .map(|class| last(index.class_name(class)))
+        .collect();
+    let holds = |module: &crate::summary::ModuleSummary| {
+        module.classes.iter().any(|class| {
+            class.attributes.values().flatten().any(|reference| {
+                let (crate::summary::Ref::Local(name) | crate::summary::Ref::Qualified(name)) =
+                    reference;
+                classes.contains(name.rsplit('.').next().unwrap_or(name))
+            })
+        })
+    };
+    let mut modules: FxHashSet<usize> = uncaptured.iter().map(|node| node.module).collect();
+    modules.extend(
+        index
+            .modules()
+            .iter()
+            .enumerate()
+            .filter(|(_, module)| holds(module))
+            .map(|(i, _)| i),
+    );
     index
         .nodes()
-        .filter(|node| modules.contains(&node.module) && !reached.contains(node))
+        .filter(|node| {
+            modules.contains(&node.module) && !reached.contains(node) && !index.runs_once(*node)
+        })
         .filter(|&node| {
             index
                 .resolved_sites(node)
