@@ -44,6 +44,8 @@ impl SemanticModel<'_> {
                 other => other.map_or(Ty::Unknown, Ty::from),
             },
             Ty::Array => Ty::Array,
+            // A field of what a tokenizer or processor returned (`inputs.pixel_values`).
+            Ty::HostTensorSeq if attr != "data" => Ty::CpuTensor,
             Ty::Unknown if attr == "np" => Ty::Array,
             // Whatever holds it (an object, or `None` on a path that fails), an attribute named
             // like a host mirror (`dp_meta.num_tokens_across_dp_cpu`).

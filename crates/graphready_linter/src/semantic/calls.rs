@@ -155,6 +155,8 @@ impl SemanticModel<'_> {
                 }
                 match receiver {
                     Ty::Array => Ty::Array,
+                    // A value of what a tokenizer or processor returned (`inputs.get("ids")`).
+                    Ty::HostTensorSeq if matches!(method, "get" | "pop") => Ty::CpuTensor,
                     ty if ty.is_host_tensor() => match tensor_api::tensor_method_result(
                         method,
                         has_dim_for_method(call),
@@ -212,7 +214,8 @@ impl<'a> SemanticModel<'a> {
     /// (`grammar.allocate_vocab_mask(n, device="cpu")`): a host tensor, pinned when it was asked to
     /// be, and otherwise of unknown pinning (the function may pin it itself, as xgrammar's
     /// bitmask allocation does). Constructors (capitalised names) build objects, and loaders
-    /// (`load_file(path, device="cpu")`) state dicts, not tensors.
+    /// (`load_file(path, device="cpu")`) state dicts, not tensors. One told to return tensors
+    /// (`return_tensors="pt"`) returns host tensors by name.
     fn built_on_host(&self, call: &ast::ExprCall) -> Option<Ty> {
         let name = match &*call.func {
             Expr::Name(name) => name.id.as_str(),
@@ -224,6 +227,15 @@ impl<'a> SemanticModel<'a> {
             || matches!(name, "to" | "cpu")
         {
             return None;
+        }
+        // A tokenizer or processor asked for PyTorch tensors (`processor(images=...,
+        // return_tensors="pt")`, `apply_chat_template(..., return_tensors="pt")`) returns a
+        // mapping of new host tensors: Hugging Face builds them from Python lists and NumPy
+        // arrays, on the CPU.
+        if keyword(call, "return_tensors").is_some_and(|value| {
+            matches!(value, Expr::StringLiteral(s) if matches!(s.value.to_str(), "pt" | "np"))
+        }) {
+            return Some(Ty::HostTensorSeq);
         }
         if !keyword(call, "device").is_some_and(|device| self.is_host_device(device)) {
             return None;
