@@ -1,5 +1,5 @@
 """A model whose vision tower another module defines (`host_grids_tower.PatchTower`), run from
-`get_image_feature`, which nothing in the project calls: its call is evidence of what the tower
+`image_features`, which nothing in the project calls: its call is evidence of what the tower
 receives all the same (see `host_grids`)."""
 
 import torch
@@ -9,14 +9,15 @@ from engine.host_grids_tower import PatchTower
 
 
 class PatchLanguageModel(nn.Module):
-    def __init__(self):
+    def __init__(self, hidden: int):
         super().__init__()
-        self.tower = PatchTower()
+        self.patch_tower = PatchTower()
+        self.embed = nn.Embedding(32, hidden)
 
-    def get_image_feature(self, items) -> torch.Tensor:
-        pixels = torch.cat([item.pixels for item in items])
-        grid_thw = torch.cat([item.grid for item in items]).cpu()
-        return self.tower(pixels, grid_thw)
+    def image_features(self, images: list) -> torch.Tensor:
+        grid = torch.stack([image.grid for image in images]).cpu()
+        patches = torch.cat([image.pixels for image in images], dim=0)
+        return self.patch_tower(patches, grid_thw=grid)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return ids
+        return self.embed(ids)

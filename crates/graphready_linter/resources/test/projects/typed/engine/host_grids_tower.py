@@ -1,7 +1,7 @@
-"""A vision tower in a module of its own, which its model (`host_grids_model.PatchLanguageModel`) runs
-from `get_image_feature`, a method nothing in the project calls: the model's call is evidence
-of what the tower receives all the same. The grid is on the host: `.tolist()` reads no device
-memory; the pixels are on the device."""
+"""A vision tower in a module of its own, run by `host_grids_model.PatchLanguageModel` from
+`image_features`, a method nothing in the project calls: the model's call is evidence of what
+the tower receives all the same. The grid is on the host: `.tolist()` reads no device memory;
+the pixels are on the device."""
 
 import torch
 from torch import nn
