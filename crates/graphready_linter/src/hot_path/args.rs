@@ -164,24 +164,23 @@ pub(super) fn param_types(
 /// are evidence of what those forwards receive as much as a reached caller's (a grid the model
 /// keeps on the host). They are looked for in the forwards' own modules and in the modules
 /// whose classes hold an instance of one (`self.visual = VisionTower(...)`).
-fn unreached_callers(
-    index: &ProjectIndex,
+fn unreached_callers<'s>(
+    index: &ProjectIndex<'s>,
     reached: &[NodeId],
     uncaptured: &FxHashSet<NodeId>,
 ) -> Vec<NodeId> {
     let reached: FxHashSet<NodeId> = reached.iter().copied().collect();
-    let last = |name: &'_ str| name.rsplit('.').next().unwrap_or(name).to_owned();
-    let classes: FxHashSet<String> = uncaptured
+    let classes: FxHashSet<&str> = uncaptured
         .iter()
         .filter_map(|node| index.method_class(*node))
-        .map(|class| last(index.class_name(class)))
+        .map(|class| super::constants::last_name(index.class_name(class)))
         .collect();
-    let holds = |module: &crate::summary::ModuleSummary| {
+    let holds = |module: &'s crate::summary::ModuleSummary| {
         module.classes.iter().any(|class| {
             class.attributes.values().flatten().any(|reference| {
                 let (crate::summary::Ref::Local(name) | crate::summary::Ref::Qualified(name)) =
                     reference;
-                classes.contains(name.rsplit('.').next().unwrap_or(name))
+                classes.contains(super::constants::last_name(name))
             })
         })
     };

@@ -8,8 +8,9 @@
 //! A parameter defaulting to `None` that a fallback computes in its place (`if cu_seqlens is
 //! None: cu_seqlens = torch.tensor(...)`), and that every such call gives a value (an expression
 //! that is not the `None` literal, nor the caller's own parameter defaulting to `None` unless
-//! the caller's own calls all give that one), is never `None` there: the fallback never runs. Callers that build the argument once per step
-//! and hand it on are how engines avoid that work. A `None` that selects a path instead (`if
+//! the caller's own calls all give that one), is never `None` there: the fallback never runs.
+//! Callers that build the argument once per step and hand it on are how engines avoid that
+//! work. A `None` that selects a path instead (`if
 //! alpha is not None: ... return`) stays open: it comes from a setting.
 //!
 //! A flag named for capture (`in_capture`) is `False` per step by its name, unless a call from
