@@ -340,12 +340,8 @@ fn through_own<'s>(
                     .unwrap_or(Passed::Varies),
                 _ => Passed::Varies,
             };
-            // Forwarded again (the outer caller's `**kwargs`): not followed further.
-            let value = if value == Passed::Forwarded {
-                Passed::Varies
-            } else {
-                value
-            };
+            // Forwarded again (the outer caller's `**kwargs`) is not followed further: like
+            // `Varies`, it decides nothing (see `constants_of`).
             (key, value)
         })
         .collect()
