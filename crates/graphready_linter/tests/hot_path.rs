@@ -854,6 +854,16 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["OptionsModel.forward", "OptionsTower.forward"],
             ),
+            // A padding helper every per-step call asks for host memory (`device="cpu"`) makes
+            // no upload (line 11 is no finding at all, nor is a local bound to `"cpu"`, line
+            // 26); the other helper's callers disagree.
+            finding(
+                "engine/padding.py",
+                19,
+                "GR301",
+                "stall",
+                &["output_tokens", "pad_ids"],
+            ),
             // A page allocator's checks behind a debug switch, bound to a local and handed to a
             // kernel wrapper, never run as shipped (line 13 is in the cold list, line 28 is no
             // finding at all); the read after them does, every step.

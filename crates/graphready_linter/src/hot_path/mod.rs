@@ -18,6 +18,7 @@ mod guesses;
 mod held;
 mod hierarchy;
 mod host_copies;
+mod host_devices;
 mod index;
 mod invocations;
 mod invoke;
@@ -428,8 +429,19 @@ impl<'s> HotPath<'s> {
         capture_entries.extend(defaults);
         dedup_entries(&mut capture_entries);
         dedup_entries(&mut steps);
-        let param_types =
+        let mut param_types =
             args::param_types(&index, &captured, &stalled, &drivers, &uncaptured_nodes);
+        let entry = |node| captured.get(&node) == Some(&None) || stalled.get(&node) == Some(&None);
+        let reached = captured.keys().chain(stalled.keys()).chain(&drivers);
+        for (node, names) in host_devices::host_device_params(&index, reached.copied(), entry) {
+            let params = param_types.entry(node).or_default();
+            params.extend(
+                names
+                    .into_iter()
+                    .map(|name| (name.to_string(), Ty::HostDevice)),
+            );
+            params.sort_by(|a, b| a.0.cmp(&b.0));
+        }
         // Unannotated parameters typed by what the reached call sites pass.
         let reached = captured
             .keys()

@@ -200,7 +200,9 @@ pub fn is_device_target(checker: &Checker, expr: &Expr) -> bool {
             !(host_named(&attribute.value) || checker.ty(&attribute.value).is_host_tensor())
         }
         Expr::Name(_) | Expr::Attribute(_) => {
-            if checker.model.qualified_name(expr).is_some() {
+            // A module's constant, or a device naming the host (`device = "cpu"`, a parameter
+            // every per-step call passes `"cpu"`).
+            if checker.model.qualified_name(expr).is_some() || checker.model.is_host_device(expr) {
                 return false;
             }
             let name = match expr {
@@ -240,6 +242,7 @@ pub fn is_device_keyword(checker: &Checker, expr: &Expr) -> bool {
         _ => return false,
     };
     checker.model.qualified_name(expr).is_none()
+        && !checker.model.is_host_device(expr)
         && !checker.ty(expr).is_host_tensor()
         && !name.to_ascii_lowercase().contains("cpu")
         && !host_named(expr)

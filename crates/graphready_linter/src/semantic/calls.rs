@@ -263,7 +263,7 @@ impl<'a> SemanticModel<'a> {
 
     /// Whether a device expression names the host: `"cpu"`, `torch.device("cpu")`, the device
     /// of a host tensor (`device=seq_lens_cpu.device`), or a local bound to one of those.
-    pub(super) fn is_host_device(&self, device: &Expr) -> bool {
+    pub(crate) fn is_host_device(&self, device: &Expr) -> bool {
         match device {
             Expr::Name(name) => self
                 .lookup_scope(name.id.as_str())

@@ -19,13 +19,22 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// Ends the statement: what the clauses bound holds after it, the later clause's value
-    /// winning (as when the clauses are read in order).
+    /// winning (as when the clauses are read in order), but a name names the host's device
+    /// only if every clause binding it binds the host's (`device = torch.device("cuda")` in
+    /// one clause and `"cpu"` in the other may be either).
     pub fn end_clauses(&mut self) {
-        for (name, binding, host_device) in self.clause_results.pop().unwrap_or_default() {
-            match binding {
+        let results = self.clause_results.pop().unwrap_or_default();
+        let everywhere = |name: &str| {
+            results
+                .iter()
+                .filter(|(bound, _, _)| *bound == name)
+                .all(|(_, _, host_device)| *host_device)
+        };
+        for &(name, ref binding, host_device) in &results {
+            match binding.clone() {
                 Binding::Value(ty) => {
                     self.bind(name, ty);
-                    if host_device {
+                    if host_device && everywhere(name) {
                         self.current().host_devices.insert(name);
                     }
                 }

@@ -185,6 +185,12 @@ impl<'a> SemanticModel<'a> {
     }
 
     pub fn bind(&mut self, name: &'a str, ty: Ty) {
+        if ty == Ty::HostDevice {
+            self.bind(name, Ty::Host);
+            self.current().host_devices.insert(name);
+            self.invalidate();
+            return;
+        }
         self.invalidate();
         let depth = self.scopes.len();
         let scope = self

@@ -50,6 +50,10 @@ pub enum Ty {
     PrefillFlag,
     /// An `nn.Module` instance: calling it returns a tensor.
     Module,
+    /// A device naming the host (`"cpu"`), as the hot path gives a parameter every per-step
+    /// call passes one (see `crate::hot_path`): bound as [`Ty::Host`] among the scope's host
+    /// devices, never the type of an expression.
+    HostDevice,
     Stream,
     Event,
 }
@@ -84,6 +88,7 @@ impl Ty {
                 self,
                 Ty::Array
                     | Ty::Host
+                    | Ty::HostDevice
                     | Ty::HostTensorSeq
                     | Ty::HostList
                     | Ty::HostLists

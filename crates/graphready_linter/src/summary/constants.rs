@@ -44,6 +44,12 @@ impl Const {
         }
     }
 
+    /// The literal `"cpu"`: what a call passes for a device that names the host (a
+    /// `torch.device("cpu")` or a local bound to one counts as this literal).
+    pub fn host_device() -> Const {
+        Const::string("cpu")
+    }
+
     fn string(text: &str) -> Const {
         let mut hasher = rustc_hash::FxHasher::default();
         text.hash(&mut hasher);

@@ -145,7 +145,8 @@ impl ModelRun {
 /// `hot_path::constants`).
 #[derive(Debug, Clone, Default)]
 pub struct SiteConstants {
-    /// Arguments that are `True`, `False` or `None` literals.
+    /// Arguments that are literals, switches off as shipped (`False`) or devices naming the
+    /// host (`"cpu"`).
     pub args: Box<[(ArgKey, Const)]>,
     /// Tests of the caller's own parameters that hold wherever this call is made (`if check:`
     /// around it).
@@ -173,7 +174,7 @@ impl CallSite {
         self.splat != Splat::None
     }
 
-    /// The `True`, `False` and `None` literals the call passes.
+    /// The literals the call passes (see [`SiteConstants::args`]).
     pub fn const_args(&self) -> &[(ArgKey, Const)] {
         self.constants.as_deref().map_or(&[], |c| &c.args)
     }

@@ -18,7 +18,8 @@ pub(super) struct ArgTypes {
     /// Arguments that are the caller's parameters, as received or a view of one (`lens[a:b]`),
     /// not known to be host values.
     pub(super) params: Vec<(ArgKey, Box<str>)>,
-    /// `True`, `False` and `None` literals.
+    /// Literals (`True`, `False`, `None`, numbers, strings), switches off as shipped (`False`)
+    /// and devices naming the host (`"cpu"`).
     pub(super) consts: Vec<(ArgKey, Const)>,
     /// Locals of unknown type unpacked from a call's result: the call's offset and the
     /// position (see [`crate::summary::CallSite::unpacked_args`]).
@@ -57,11 +58,16 @@ impl ArgTypes {
         let mut record = |key: ArgKey, value: &Expr| {
             // A switch off as shipped (`check=self.debug_mode`, or a local bound to one) passes
             // `False`.
-            if let Some(value) = Const::of(value).or_else(|| {
-                model
-                    .off_by_default(value, &|_| false)
-                    .then_some(Const::False)
-            }) {
+            // A device naming the host (`torch.device("cpu")`, a local bound to `"cpu"`)
+            // passes `"cpu"`.
+            if let Some(value) = Const::of(value)
+                .or_else(|| {
+                    model
+                        .off_by_default(value, &|_| false)
+                        .then_some(Const::False)
+                })
+                .or_else(|| model.is_host_device(value).then(Const::host_device))
+            {
                 args.consts.push((key.clone(), value));
             }
             let ty = model.ty(value);
