@@ -535,6 +535,16 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                 "capture",
                 &["MoE.forward", "QuantExperts.forward"],
             ),
+            // A decorator that wraps `forward` and calls the original keeps it reached; one that
+            // replaces it with a dispatcher falling back to it does not (line 41: see the cold
+            // list).
+            finding(
+                "engine/experts_dispatch.py",
+                48,
+                "GR201",
+                "capture",
+                &["SparseBlock.forward", "TimedExperts.forward"],
+            ),
             // Submodules a layer builds from a class it picks, or through a factory indexing a
             // module's table of classes: the attention of a vision stack its model runs per
             // request runs on the host path; the MLPs are captured under the model's layers,
@@ -1198,6 +1208,8 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
             // Once per request: a pipeline's text encoder its loader builds on its own, and the
             // inner model it holds.
             ("engine/encoders/text.py", 12),
+            // An experts loop a decorator's dispatcher runs only when a setting selects it.
+            ("engine/experts_dispatch.py", 41),
             // The filterbank module only a feature extractor builds, and the transform module
             // only an engine's own image processor builds.
             ("engine/features.py", 13),

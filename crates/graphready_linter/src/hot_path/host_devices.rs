@@ -11,8 +11,9 @@
 
 use super::args::{bound, param_of};
 use super::index::{NodeId, ProjectIndex};
+use crate::semantic::Ty;
 use crate::summary::{ArgKey, CallSite, Const, FunctionSummary};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// What the calls seen so far give a device parameter.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -25,8 +26,40 @@ enum Given {
     Other,
 }
 
+/// The reached functions, by search: parent on the shortest chain (`None` for an entry) of the
+/// captured and the stalled, and the step drivers.
+type Reached<'r> = (
+    &'r FxHashMap<NodeId, Option<NodeId>>,
+    &'r FxHashMap<NodeId, Option<NodeId>>,
+    &'r FxHashSet<NodeId>,
+);
+
+/// Adds to the parameters whose type the reached calls decide the device parameters every
+/// reached call gives the host, as [`Ty::HostDevice`].
+pub(super) fn add_params(
+    index: &ProjectIndex,
+    (captured, stalled, drivers): Reached,
+    params: &mut FxHashMap<NodeId, Vec<(String, Ty)>>,
+) {
+    let entry = |node| captured.get(&node) == Some(&None) || stalled.get(&node) == Some(&None);
+    let reached = captured
+        .keys()
+        .chain(stalled.keys())
+        .chain(drivers)
+        .copied();
+    for (node, names) in host_device_params(index, reached, entry) {
+        let params = params.entry(node).or_default();
+        params.extend(
+            names
+                .into_iter()
+                .map(|name| (name.to_string(), Ty::HostDevice)),
+        );
+        params.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+}
+
 /// The device parameters, by function, that every reached call gives the host.
-pub(super) fn host_device_params<'s>(
+fn host_device_params<'s>(
     index: &ProjectIndex<'s>,
     callers: impl Iterator<Item = NodeId>,
     entries: impl Fn(NodeId) -> bool,

@@ -12,6 +12,7 @@ mod capture_hooks;
 mod constants;
 mod custom_ops;
 mod derived;
+mod dispatched;
 mod encoders;
 mod given;
 mod guesses;
@@ -274,13 +275,17 @@ impl<'s> HotPath<'s> {
                 )
             },
         );
+        // Forwards a decorator's dispatcher runs only when a setting selects them.
+        let dispatched = dispatched::dispatched_forwards(&index);
         defaults.retain(|entry| {
-            !index.method_class(entry.node).is_some_and(|class| {
-                processor_built.contains(&class) || platform_only.contains(&class)
-            })
+            !dispatched.contains(&entry.node)
+                && !index.method_class(entry.node).is_some_and(|class| {
+                    processor_built.contains(&class) || platform_only.contains(&class)
+                })
         });
         let mut blocked = eager.clone();
         blocked.extend(platforms::methods(&index, &platform_only));
+        blocked.extend(dispatched);
         // Classes that implement none of their base's capture hooks run eagerly.
         let uncapturable = platforms::methods(&index, &uncapturable);
         let mut capture_blocked = blocked.clone();
@@ -431,17 +436,7 @@ impl<'s> HotPath<'s> {
         dedup_entries(&mut steps);
         let mut param_types =
             args::param_types(&index, &captured, &stalled, &drivers, &uncaptured_nodes);
-        let entry = |node| captured.get(&node) == Some(&None) || stalled.get(&node) == Some(&None);
-        let reached = captured.keys().chain(stalled.keys()).chain(&drivers);
-        for (node, names) in host_devices::host_device_params(&index, reached.copied(), entry) {
-            let params = param_types.entry(node).or_default();
-            params.extend(
-                names
-                    .into_iter()
-                    .map(|name| (name.to_string(), Ty::HostDevice)),
-            );
-            params.sort_by(|a, b| a.0.cmp(&b.0));
-        }
+        host_devices::add_params(&index, (&captured, &stalled, &drivers), &mut param_types);
         // Unannotated parameters typed by what the reached call sites pass.
         let reached = captured
             .keys()

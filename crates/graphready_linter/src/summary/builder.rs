@@ -19,6 +19,7 @@ mod calls;
 mod capture;
 mod classes;
 mod custom_ops;
+mod dispatch;
 mod host_copies;
 mod lookups;
 mod model_runs;
@@ -378,6 +379,10 @@ impl<'a> SummaryBuilder<'a> {
             judged_params: Vec::new(),
             returns_uninitialized: false,
             host_preserving: false,
+            dispatches_forward: class.is_none()
+                && !qualname.contains('.')
+                && function.body.iter().any(Stmt::is_function_def_stmt)
+                && dispatch::dispatches_forward(function),
             decorators,
             returned_functions: Vec::new(),
             called_params: Vec::new(),

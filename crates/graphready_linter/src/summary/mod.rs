@@ -272,6 +272,9 @@ pub struct FunctionSummary {
     pub returns_uninitialized: bool,
     /// Keeps host data on the host (see `semantic::host_functions`).
     pub host_preserving: bool,
+    /// A module-level class decorator that replaces its class's `forward` with a dispatcher
+    /// (see `builder::dispatch`): the class's own `forward` runs only when a setting selects it.
+    pub dispatches_forward: bool,
     /// The decorators' callables (`@dynamic_rope_update`, `@cache(...)`'s `cache`).
     pub decorators: Vec<Ref>,
     /// The project's functions its returns may hold, as call targets, each at its position
@@ -320,6 +323,8 @@ pub struct ClassSummary {
     pub capture_hooks: Vec<String>,
     /// A class decorator that compiles the model for graph capture (`@support_torch_compile`).
     pub compiled: bool,
+    /// The project functions (or other packages' names) its class decorators call.
+    pub decorators: Vec<Ref>,
     /// No instance of the class runs on a CUDA engine: it declares abstract methods (it cannot
     /// be instantiated), or its name or its module says it serves a device without CUDA graphs
     /// (`PunicaWrapperCPU`). Its methods run there only where a subclass inherits them.

@@ -60,12 +60,25 @@ impl<'a> SummaryBuilder<'a> {
             || crate::util::other_platform_words(
                 crate::util::camel_words(class.name.id.as_str()).into_iter(),
             );
+        // What a class decorator resolves to decides whether it replaces `forward`.
+        let decorators = class
+            .decorator_list
+            .iter()
+            .filter_map(|decorator| {
+                let callable = match &decorator.expression {
+                    Expr::Call(call) => &call.func,
+                    other => other,
+                };
+                self.reference(model, callable)
+            })
+            .collect();
         let mut summary = ClassSummary {
             name,
             bases,
             typed_bases,
             direct_module,
             compiled,
+            decorators,
             no_instance: other_platform || class.body.iter().any(abstract_method),
             ..ClassSummary::default()
         };
