@@ -740,6 +740,29 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // A media processor's data is host data: the rope index it hands a grid to reads it
             // without a sync (line 11 is no finding); the transport helper's test leaves device
             // tensors after it, whatever the processor passed.
+            // Encoder outputs handed over in a dict and a speech model's `input_features` come
+            // with the prompt: what they guard runs eagerly, once per request.
+            finding(
+                "engine/media_outputs.py",
+                18,
+                "GR101",
+                "stall",
+                &["OmniChatLM.forward"],
+            ),
+            finding(
+                "engine/media_outputs.py",
+                21,
+                "GR101",
+                "stall",
+                &["OmniChatLM.forward"],
+            ),
+            finding(
+                "engine/media_outputs.py",
+                23,
+                "GR101",
+                "capture",
+                &["OmniChatLM.forward"],
+            ),
             finding(
                 "engine/media_processor.py",
                 17,

@@ -325,11 +325,21 @@ fn prefill_compare(compare: &ast::ExprCompare, negated: bool) -> bool {
 }
 
 /// Whether a local or parameter holds a step's media input by its name (`visual_token_mask`,
-/// `image_embeds`, `audio_features`, `mm_kwargs`), or a batch's field does
-/// (`forward_batch.mm_token_modalities`): `None` unless the batch brings new media, which comes
-/// with a request's prompt. The attributes of `self` (`self.image_size`) and of a configuration
-/// (`config.vision_config`) are configuration.
+/// `image_embeds`, `audio_features`, `mm_kwargs`, and a speech model's `input_features`), or a
+/// batch's field does (`forward_batch.mm_token_modalities`), or an entry of one
+/// (`mm_encoder_outputs.get("image")`, `mm_inputs["audio"]`): `None` unless the batch brings
+/// new media, which comes with a request's prompt. The attributes of `self`
+/// (`self.image_size`) and of a configuration (`config.vision_config`) are configuration.
 fn media_input(expr: &Expr) -> bool {
+    match expr {
+        Expr::Call(call) if call.arguments.args.len() == 1 => {
+            return matches!(&*call.func, Expr::Attribute(get)
+                if get.attr.as_str() == "get" && media_input(&get.value));
+        }
+        Expr::Subscript(subscript) => return media_input(&subscript.value),
+        Expr::Name(name) if name.id.as_str() == "input_features" => return true,
+        _ => {}
+    }
     if let Expr::Attribute(attribute) = expr {
         let Expr::Name(root) = &*attribute.value else {
             return false;
