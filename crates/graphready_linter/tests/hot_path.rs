@@ -1323,6 +1323,40 @@ fn set_up_weight_loading_and_harnesses_are_reported_only_with_scope_all() {
 }
 
 #[test]
+fn a_library_captures_only_the_models_its_generation_loop_decodes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("resources/test/projects");
+    assert_eq!(
+        check_project(&root, "generative", Scope::Hot),
+        vec![
+            // A block the generative model holds (not seen called: its `ModuleList` is run by
+            // no resolved call) stays a part of a captured model.
+            finding(
+                "generative/models.py",
+                12,
+                "GR101",
+                "capture",
+                &["Block.forward"]
+            ),
+            finding(
+                "generative/models.py",
+                21,
+                "GR101",
+                "capture",
+                &["CausalLM.forward"]
+            ),
+            // A model no generation loop decodes runs eagerly, once per call.
+            finding(
+                "generative/models.py",
+                28,
+                "GR101",
+                "stall",
+                &["Classifier.forward"]
+            ),
+        ]
+    );
+}
+
+#[test]
 fn a_step_marked_by_hand_is_an_entry_not_a_library() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("resources/test/projects");
     assert_eq!(

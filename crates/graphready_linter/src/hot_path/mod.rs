@@ -14,6 +14,7 @@ mod custom_ops;
 mod derived;
 mod dispatched;
 mod encoders;
+mod generated;
 mod given;
 mod guesses;
 mod held;
@@ -304,9 +305,17 @@ impl<'s> HotPath<'s> {
         // An encoder no project function is seen to call runs per request on the host path,
         // like one the project calls only from uncaptured code: engines capture the decoder's
         // step and run media and text encoders (and VAEs) eagerly.
+        // So does a model a library's generation loop never decodes (see [`generated`]); a
+        // class another holds is part of a model, whichever runs it.
+        let generated = generated::generated_classes(&index);
         let (mut inner, roots): (Vec<Entry>, Vec<Entry>) =
             defaults.iter().cloned().partition(|entry| {
-                called.contains(&entry.node) || encoders::is_encoder_method(&index, entry.node)
+                let class = index.method_class(entry.node);
+                called.contains(&entry.node)
+                    || encoders::is_encoder_method(&index, entry.node)
+                    || generated.as_ref().is_some_and(|generated| {
+                        class.is_some_and(|c| !generated.contains(&c) && !held.contains(&c))
+                    })
             });
         // A pipeline component its loader builds on its own (a diffusion pipeline's text
         // encoder, its VAE) runs once per request, not every step.

@@ -1,0 +1,28 @@
+"""A generative model and a classifier the generation loop never decodes: the classifier runs
+eagerly, once per call; the blocks a model holds are parts of whichever model runs them."""
+
+import torch
+from torch import nn
+
+from generative.generation import GenerationMixin
+
+
+class Block(nn.Module):
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return hidden * hidden.max().item()
+
+
+class CausalLM(nn.Module, GenerationMixin):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block() for _ in range(2)])
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        if ids.sum().item() < 0:
+            return ids
+        return ids
+
+
+class Classifier(nn.Module):
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return ids * ids.sum().item()
