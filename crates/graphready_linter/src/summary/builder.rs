@@ -324,17 +324,7 @@ impl<'a> SummaryBuilder<'a> {
                 }
             }
         }
-        let decorators = function
-            .decorator_list
-            .iter()
-            .filter_map(|decorator| {
-                let callable = match &decorator.expression {
-                    Expr::Call(call) => &call.func,
-                    other => other,
-                };
-                self.reference(model, callable)
-            })
-            .collect();
+        let decorators = self.decorator_refs(model, &function.decorator_list);
         let params = self.params(model, function);
         let return_annotation = function
             .returns
@@ -492,6 +482,20 @@ impl<'a> SummaryBuilder<'a> {
                 *depth = depth.saturating_sub(1);
             }
         }
+    }
+
+    /// What decorators call (`@dec` and `@dec(...)` alike), where it can be named.
+    fn decorator_refs(&self, model: &SemanticModel, decorators: &[ast::Decorator]) -> Vec<Ref> {
+        decorators
+            .iter()
+            .filter_map(|decorator| {
+                let callable = match &decorator.expression {
+                    Expr::Call(call) => &call.func,
+                    other => other,
+                };
+                self.reference(model, callable)
+            })
+            .collect()
     }
 
     /// A reference to a class or function named by an expression.

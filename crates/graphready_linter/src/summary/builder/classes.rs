@@ -61,17 +61,7 @@ impl<'a> SummaryBuilder<'a> {
                 crate::util::camel_words(class.name.id.as_str()).into_iter(),
             );
         // What a class decorator resolves to decides whether it replaces `forward`.
-        let decorators = class
-            .decorator_list
-            .iter()
-            .filter_map(|decorator| {
-                let callable = match &decorator.expression {
-                    Expr::Call(call) => &call.func,
-                    other => other,
-                };
-                self.reference(model, callable)
-            })
-            .collect();
+        let decorators = self.decorator_refs(model, &class.decorator_list);
         let mut summary = ClassSummary {
             name,
             bases,
