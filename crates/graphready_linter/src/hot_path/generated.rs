@@ -38,7 +38,7 @@ pub(super) fn generated_classes(index: &ProjectIndex) -> Option<FxHashSet<ClassI
             let subclasses = index.subclasses_of(id);
             let drives_models = subclasses
                 .iter()
-                .any(|&(m, c)| index.is_module_class(m, &index.modules()[m].classes[c].name));
+                .any(|&sub| index.is_module_class(sub.0, index.class_name(sub)));
             if drives_models {
                 out.insert(id);
                 out.extend(subclasses.iter().copied());
