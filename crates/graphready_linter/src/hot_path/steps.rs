@@ -136,10 +136,10 @@ fn set_up_name(name: &str) -> Option<SetUp> {
     let mut words = name.split('_').filter(|w| !w.is_empty());
     let first = words.next()?;
     let mut previous = first;
-    let mut set_up = is(first, SET_UP_WORDS);
+    let mut set_up = is_set_up_word(first);
     let mut step = is(first, STEP_WORDS);
     for word in words {
-        set_up |= is(word, SET_UP_WORDS)
+        set_up |= is_set_up_word(word)
             || (previous.eq_ignore_ascii_case("warm") || previous.eq_ignore_ascii_case("set"))
                 && word.eq_ignore_ascii_case("up")
             // Making a graph is capturing one (`_create_graph`, `build_graphs`).
@@ -152,6 +152,18 @@ fn set_up_name(name: &str) -> Option<SetUp> {
     } else {
         (is(first, SET_UP_FIRST_WORDS) && !step).then_some(SetUp::FirstWord)
     }
+}
+
+/// Whether a word of a name is one of [`SET_UP_WORDS`], or set-up done again (`recapture`,
+/// `reload`, `reinitialize`, `recompile`: graphs captured anew after a resize, weights
+/// reloaded).
+fn is_set_up_word(word: &str) -> bool {
+    let again = word
+        .get(..2)
+        .filter(|re| re.eq_ignore_ascii_case("re"))
+        .map(|_| &word[2..]);
+    is_one_of(word, SET_UP_WORDS)
+        || again.is_some_and(|rest| is_one_of(rest, &["capture", "load", "initialize", "compile"]))
 }
 
 /// Words that name the requests a step takes in, in the name of a function that works on them
@@ -618,6 +630,8 @@ mod tests {
             "FlavaForPreTraining.forward",
             "Model.training_step",
             "SpeechT5SpectrogramLoss.forward",
+            "ModelRunner._recapture_elastic_cuda_graphs",
+            "Worker.reload_weights",
         ] {
             assert!(is_set_up(name), "{name}");
         }
@@ -638,6 +652,8 @@ mod tests {
             "compute_input_ce_loss",
             "Strainer.apply",
             "TrainedHead.forward",
+            "Sampler.reset_state",
+            "RequestQueue.retest_ready",
         ] {
             assert!(!is_set_up(name), "{name}");
         }
