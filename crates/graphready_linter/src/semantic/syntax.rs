@@ -4,7 +4,7 @@
 use ruff_python_ast::{self as ast, Expr};
 
 /// Whether a name says its value lives on the host (`positions_np`, `seq_lens_cpu`,
-/// `cpu_tokens`, `host_buf`): engines name their NumPy and pinned mirrors this way.
+/// `cpu_tokens`, `host_buf`, `host`): engines name their NumPy and pinned mirrors this way.
 pub fn host_named(name: &str) -> bool {
     // Without allocating: this runs for every name the inference looks at.
     fn has(haystack: &[u8], needle: &[u8]) -> bool {
@@ -25,7 +25,8 @@ pub fn host_named(name: &str) -> bool {
     if !name.iter().any(|b| matches!(b | 0x20, b'p' | b'h')) {
         return false;
     }
-    ends(name, b"_np")
+    name.eq_ignore_ascii_case(b"host")
+        || ends(name, b"_np")
         || starts(name, b"np_")
         || has(name, b"numpy")
         || ends(name, b"_cpu")
@@ -160,13 +161,14 @@ mod tests {
             "to_numpy_array",
             "NumPy",
             "a__np",
+            "host",
+            "Host",
         ] {
             assert!(host_named(name), "{name}");
         }
         for name in [
             "np",
             "cpu",
-            "host",
             "x_np_y",
             "xcpu_y",
             "x_cpux",
