@@ -122,6 +122,16 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
         {
             true
         }
+        // `if not is_pin_memory_available(device): return t.to("cpu")`: a fallback for hosts
+        // that cannot pin memory (confidential computing, WSL); a GPU server pins.
+        Expr::Call(call)
+            if negated
+                && crate::util::last_segment(&call.func).is_some_and(|name| {
+                    name.trim_start_matches('_') == "is_pin_memory_available"
+                }) =>
+        {
+            true
+        }
         // `any_visual` set to `False` where the code captures: `if any_visual:` runs outside.
         Expr::Name(name) if !negated && model.is_false_while_capturing(name.id.as_str()) => true,
         Expr::Attribute(attribute) if attribute.attr.id.as_str() == "is_cuda" => negated,
