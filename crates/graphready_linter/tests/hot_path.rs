@@ -1332,22 +1332,30 @@ fn a_library_captures_only_the_models_its_generation_loop_decodes() {
             // no resolved call) stays a part of a captured model.
             finding(
                 "generative/models.py",
-                12,
+                17,
                 "GR101",
                 "capture",
                 &["Block.forward"]
             ),
             finding(
                 "generative/models.py",
-                21,
+                28,
                 "GR101",
                 "capture",
                 &["CausalLM.forward"]
             ),
+            // A model that declares it cannot be compiled whole is decoded eagerly.
+            finding(
+                "generative/models.py",
+                35,
+                "GR101",
+                "stall",
+                &["EagerLM.forward"]
+            ),
             // A model no generation loop decodes runs eagerly, once per call.
             finding(
                 "generative/models.py",
-                28,
+                40,
                 "GR101",
                 "stall",
                 &["Classifier.forward"]

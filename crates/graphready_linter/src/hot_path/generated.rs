@@ -5,6 +5,11 @@
 //! forecaster) is never decoded by it, and runs eagerly, once per call. Its forward is a
 //! per-call entry outside the graph, as an encoder's is; what it runs is reported as such.
 //!
+//! A model whose class declares it cannot be compiled whole (transformers'
+//! `_can_compile_fullgraph = False`, the default its `PreTrainedModel` declares and each
+//! compilable model overrides) is decoded eagerly too: `generate()` compiles, and so captures,
+//! only the models that can be. The nearest declaration up the class's bases decides.
+//!
 //! Engines that run their models from a runner (vLLM, SGLang) have no such mixin: every
 //! outermost module forward stays a captured entry there.
 
@@ -45,5 +50,19 @@ pub(super) fn generated_classes(index: &ProjectIndex) -> Option<FxHashSet<ClassI
             }
         }
     }
-    (!out.is_empty()).then_some(out)
+    if out.is_empty() {
+        return None;
+    }
+    // Less the models the loop decodes eagerly: they cannot be compiled whole.
+    let eager: Vec<ClassId> = out
+        .iter()
+        .copied()
+        .filter(|&class| {
+            index.find_up(class, |c| index.class_summary(c).compiles_whole) == Some(false)
+        })
+        .collect();
+    for class in eager {
+        out.remove(&class);
+    }
+    Some(out)
 }

@@ -329,6 +329,10 @@ pub struct ClassSummary {
     /// be instantiated), or its name or its module says it serves a device without CUDA graphs
     /// (`PunicaWrapperCPU`). Its methods run there only where a subclass inherits them.
     pub no_instance: bool,
+    /// What the class body declares of compiling the model whole for graph capture
+    /// (transformers' `_can_compile_fullgraph = False`, which keeps `generate()` from
+    /// compiling the decode step): `None` where it says nothing.
+    pub compiles_whole: Option<bool>,
 }
 
 /// A field a method of the class replaces with a host copy of itself: `self.next_token_ids =

@@ -72,6 +72,7 @@ impl<'a> SummaryBuilder<'a> {
             no_instance: other_platform || class.body.iter().any(abstract_method),
             ..ClassSummary::default()
         };
+        summary.compiles_whole = class.body.iter().find_map(compiles_whole);
         summary.fields = self.fields(model, class, &summary.name);
         summary.host_fields = host_fields(model, class);
         for stmt in &class.body {
@@ -538,4 +539,21 @@ fn is_module_base(qualified: &str) -> bool {
         .iter()
         .any(|suffix| name.ends_with(suffix));
     name.ends_with("PreTrainedModel") || modeling || module.is_empty() && model_name
+}
+
+/// What a class-body statement declares of compiling the model whole: `_can_compile_fullgraph
+/// = False` (or annotated: `_can_compile_fullgraph: bool = True`).
+fn compiles_whole(stmt: &Stmt) -> Option<bool> {
+    let (target, value) = match stmt {
+        Stmt::Assign(assign) => match assign.targets.as_slice() {
+            [target] => (target, &*assign.value),
+            _ => return None,
+        },
+        Stmt::AnnAssign(assign) => (&*assign.target, assign.value.as_deref()?),
+        _ => return None,
+    };
+    let (Expr::Name(name), Expr::BooleanLiteral(value)) = (target, value) else {
+        return None;
+    };
+    (name.id.as_str().trim_start_matches('_') == "can_compile_fullgraph").then_some(value.value)
 }

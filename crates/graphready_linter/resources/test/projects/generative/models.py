@@ -1,5 +1,6 @@
 """A generative model and a classifier the generation loop never decodes: the classifier runs
-eagerly, once per call; the blocks a model holds are parts of whichever model runs them."""
+eagerly, once per call; the blocks a model holds are parts of whichever model runs them. A
+model that cannot be compiled whole is decoded eagerly too."""
 
 import torch
 from torch import nn
@@ -7,12 +8,18 @@ from torch import nn
 from generative.generation import GenerationMixin
 
 
+class PreTrainedModel(nn.Module):
+    _can_compile_fullgraph: bool = False
+
+
 class Block(nn.Module):
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         return hidden * hidden.max().item()
 
 
-class CausalLM(nn.Module, GenerationMixin):
+class CausalLM(PreTrainedModel, GenerationMixin):
+    _can_compile_fullgraph = True
+
     def __init__(self):
         super().__init__()
         self.blocks = nn.ModuleList([Block() for _ in range(2)])
@@ -21,6 +28,11 @@ class CausalLM(nn.Module, GenerationMixin):
         if ids.sum().item() < 0:
             return ids
         return ids
+
+
+class EagerLM(PreTrainedModel, GenerationMixin):
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return ids * ids.max().item()
 
 
 class Classifier(nn.Module):
