@@ -278,6 +278,34 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
                     "ChunkedBackend._lengths"
                 ],
             ),
+            // A draft model's extend is captured; a function named for extend work does it
+            // (eagerly) wherever it is called.
+            finding(
+                "engine/attention/chunked.py",
+                93,
+                "GR102",
+                "capture",
+                &[
+                    "Model.forward",
+                    "AttentionBackend.forward",
+                    "ChunkedBackend.forward_decode",
+                    "ChunkedBackend._other_parts",
+                    "ChunkedBackend.forward_draft_extend"
+                ],
+            ),
+            finding(
+                "engine/attention/chunked.py",
+                96,
+                "GR102",
+                "stall",
+                &[
+                    "Model.forward",
+                    "AttentionBackend.forward",
+                    "ChunkedBackend.forward_decode",
+                    "ChunkedBackend._other_parts",
+                    "ChunkedBackend.gather_cache_for_extend"
+                ],
+            ),
             finding(
                 "engine/attention/counting.py",
                 16,

@@ -487,10 +487,20 @@ impl SummaryBuilder<'_> {
     }
 }
 
-/// Whether a function's name has the word `prefill` (`topk_prefill`, `_forward_prefill`).
+/// Whether a function's name has the word `prefill` (`topk_prefill`, `_forward_prefill`), or
+/// the word `extend` beside others (SGLang's and vLLM's name for prefill work on a cached
+/// prefix: `forward_extend`, `all_gather_kv_cache_for_mha_extend`; a list's `extend` alone is
+/// no such name). A draft model's extend is not (`forward_draft_extend`): engines capture it
+/// with speculative decoding.
 fn names_prefill(name: &str) -> bool {
-    name.split('_')
-        .any(|word| word.eq_ignore_ascii_case("prefill"))
+    let (mut count, mut extend, mut draft) = (0, false, false);
+    let prefill = name.split('_').filter(|word| !word.is_empty()).any(|word| {
+        count += 1;
+        extend |= word.eq_ignore_ascii_case("extend");
+        draft |= word.eq_ignore_ascii_case("draft");
+        word.eq_ignore_ascii_case("prefill")
+    });
+    prefill || (extend && !draft && count > 1)
 }
 
 /// The names an expression reads, outside nested scopes (a few levels deep).

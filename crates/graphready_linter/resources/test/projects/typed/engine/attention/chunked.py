@@ -34,7 +34,7 @@ class ChunkedBackend(AttentionBackend):
         # it only for batches that have some).
         self.plan_chunked_prefill(batch)
         self._shard(batch) or self._mixed(q, batch.plan) or self._images(batch)
-        self._pool(batch) or self._lengths(batch)
+        self._pool(batch) or self._lengths(batch) or self._other_parts(batch)
         return q
 
     def _prefill(self, q, batch):
@@ -82,3 +82,15 @@ class ChunkedBackend(AttentionBackend):
         # Reads extend data unguarded (`None` in decode): from here on, extend work.
         total = int(batch.extend_seq_lens.sum())
         return batch.seq_lens[:total].tolist(), width
+
+    def _other_parts(self, batch):
+        # A draft model's extend is captured, with speculative decoding.
+        self.forward_draft_extend(batch)
+        # Named for extend work (prefill on a cached prefix): eagerly, wherever it is called.
+        return self.gather_cache_for_extend(batch)
+
+    def forward_draft_extend(self, batch):
+        return batch.seq_lens.tolist()
+
+    def gather_cache_for_extend(self, batch):
+        return batch.extend_seq_lens.tolist()
