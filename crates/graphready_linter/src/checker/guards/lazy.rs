@@ -184,7 +184,9 @@ pub fn is_converging<'s>(model: &SemanticModel, if_stmt: &'s ast::StmtIf) -> boo
 /// followed by code that records the key (`self._done.add(key)`) in a container that lasts, or
 /// `t = self.memo.get(key)` then `if t is not None: return t` followed by code that stores
 /// `self.memo[key]`. The rest may set the attribute with `setattr(self, "t", ...)` or
-/// `object.__setattr__(self, "t", ...)`. The cache may be read with `getattr(self, "t",
+/// `object.__setattr__(self, "t", ...)`, also inside a `with` block. A private attribute of
+/// an object the function is handed counts as `self`'s (`if layer._t is not None: return`, the
+/// rest setting `layer._t`). The cache may be read with `getattr(self, "t",
 /// None)`, and may remember its key (`if t is not None and t[0] == key: return t[1]`, the rest
 /// setting `self.t`). The code after it runs once (per key), in the warm-up.
 pub fn is_lazy_early_return(
@@ -288,7 +290,9 @@ pub fn is_lazy_early_return(
         },
         _ => return false,
     };
-    if model.self_name() != Some(receiver) || !model.is_lasting_self_attribute(receiver, name) {
+    let on_self =
+        model.self_name() == Some(receiver) && model.is_lasting_self_attribute(receiver, name);
+    if !on_self && !handed_private(model, receiver, name) {
         return false;
     }
     sets_attribute(rest, receiver, name)
@@ -541,10 +545,15 @@ fn attribute_of<'e>(expr: &'e Expr, receiver: &str) -> Option<&'e str> {
         .then(|| attribute.attr.as_str())
 }
 
-/// Whether an assignment directly in a block sets `receiver.<name>`.
+/// Whether an assignment in a block (directly, or in a `with` block in it) sets
+/// `receiver.<name>`.
 fn sets_attribute(body: &[ast::Stmt], receiver: &str, name: &str) -> bool {
     assigned_targets(body).any(|target| attribute_of(target, receiver) == Some(name))
-        || body.iter().any(|stmt| sets_by_call(stmt, receiver, name))
+        || body.iter().any(|stmt| match stmt {
+            // `with torch.inference_mode(False): layer._t = ...`: the block always runs.
+            ast::Stmt::With(with) => sets_attribute(&with.body, receiver, name),
+            stmt => sets_by_call(stmt, receiver, name),
+        })
 }
 
 /// `setattr(receiver, "name", ...)` or `object.__setattr__(receiver, "name", ...)` (past an
