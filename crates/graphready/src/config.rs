@@ -4,7 +4,7 @@
 use anyhow::{bail, Context, Result};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use graphready_linter::registry::rules_matching;
-use graphready_linter::settings::{DebugGuard, DEFAULT_CAPTURE_PREDICATES};
+use graphready_linter::settings::{DebugGuard, Platforms, DEFAULT_CAPTURE_PREDICATES};
 use graphready_linter::HotPathSettings;
 use graphready_linter::{RuleSet, Settings};
 use serde::Deserialize;
@@ -37,6 +37,9 @@ pub struct Options {
     /// Whether `nn.Module` forwards are entry points (default true): those no other function
     /// calls are captured; those only uncaptured code calls run on the host path.
     pub module_forwards: Option<bool>,
+    /// Whether AMD GPUs (ROCm) are a target besides NVIDIA's (default true); with `false`, code
+    /// only a ROCm build runs is code for another device, neither reported nor followed.
+    pub rocm: Option<bool>,
 }
 
 /// Flags from the command line that override configuration.
@@ -380,6 +383,9 @@ fn resolve(
             rules,
             debug_guards,
             capture_predicates,
+            platforms: Platforms {
+                rocm: options.rocm.unwrap_or(true),
+            },
         },
         files: FileFilters {
             root,

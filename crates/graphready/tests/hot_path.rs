@@ -213,6 +213,53 @@ fn configured_entries_and_eager_breaks() {
     );
 }
 
+/// Code only AMD GPUs run (a platform test, a ROCm backend's module) is analysed by default;
+/// `rocm = false` leaves AMD's GPUs out, and it becomes another device's.
+#[test]
+fn rocm_code_is_left_out_only_when_rocm_is_not_a_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("pkg")).unwrap();
+    std::fs::write(root.join("pkg/__init__.py"), "").unwrap();
+    std::fs::write(
+        root.join("pkg/step.py"),
+        "import torch\n\n_is_hip = torch.version.hip is not None\n\n\n\
+         def decode_step(x: torch.Tensor):  # graphready: captured\n    \
+         if _is_hip:\n        return x.tolist()\n    return x.item()\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("pkg/rocm_aiter_attn.py"),
+        "import torch\n\n\ndef plan(x: torch.Tensor):  # graphready: captured\n    return x.item()\n",
+    )
+    .unwrap();
+    let codes = |config: &str| -> Vec<(String, u64, String)> {
+        std::fs::write(root.join("pyproject.toml"), config).unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_graphready"))
+            .current_dir(root)
+            .args(["check", "--output-format", "json", "pkg"])
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        findings(&report)
+            .into_iter()
+            .map(|(path, line, code, _, _)| (path, line, code))
+            .collect()
+    };
+    assert_eq!(
+        codes("[tool.graphready]\nrocm = false\n"),
+        vec![("pkg/step.py".to_string(), 9, "GR101".to_string())]
+    );
+    assert_eq!(
+        codes("[tool.graphready]\n"),
+        vec![
+            ("pkg/rocm_aiter_attn.py".to_string(), 5, "GR101".to_string()),
+            ("pkg/step.py".to_string(), 8, "GR102".to_string()),
+            ("pkg/step.py".to_string(), 9, "GR101".to_string()),
+        ]
+    );
+}
+
 #[test]
 fn tensor_returns_flow_through_calls_across_modules() {
     let dir = tempfile::tempdir().unwrap();

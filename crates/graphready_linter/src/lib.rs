@@ -140,12 +140,13 @@ pub(crate) fn analyze(
     )
     .only(only)
     .summarise(summarise)
-    .other_platform(other_platform(module.name.as_deref().unwrap_or_else(
-        || {
+    .other_platform(other_platform(
+        module.name.as_deref().unwrap_or_else(|| {
             // Outside a package, the file's own name: the folders above it are the user's.
             path.rsplit(['/', '\\']).next().unwrap_or(path)
-        },
-    )))
+        }),
+        settings.settings.platforms,
+    ))
     .run(parsed.syntax());
     let mut summary = analysis.summary;
     summary.path = path.to_string();
@@ -209,12 +210,13 @@ pub(crate) fn env_flag_declarations(bytes: &[u8]) -> Option<Vec<String>> {
 /// `intel_amx_backend`). `kv_offload.cpu.manager`, `cpu_gpu_buffer` and `swap_to_cpu` serve a
 /// GPU engine: a word `offload`, `swap`, `gpu`, `cuda`, `host` or `pinned` keeps them. Folders
 /// above the package are the user's and do not count.
-fn other_platform(module: &str) -> bool {
+fn other_platform(module: &str, platforms: settings::Platforms) -> bool {
     util::other_platform_words(
         module
             .strip_suffix(".py")
             .unwrap_or(module)
             .split(['.', '_', '-']),
+        platforms,
     )
 }
 
@@ -330,6 +332,10 @@ mod tests {
 
     #[test]
     fn paths_of_devices_without_cuda_graphs() {
+        let (both, cuda) = (
+            settings::Platforms::default(),
+            settings::Platforms { rocm: false },
+        );
         for module in [
             "sglang.srt.hardware_backend.npu.attention.ascend_backend",
             "vllm.lora.punica_wrapper.punica_xpu",
@@ -342,7 +348,18 @@ mod tests {
             "sglang.srt.layers.attention.intel_amx_backend",
             "sglang.srt.models.mindspore",
         ] {
-            assert!(other_platform(module), "{module}");
+            assert!(other_platform(module, both), "{module}");
+            assert!(other_platform(module, cuda), "{module}");
+        }
+        // AMD's GPUs, when ROCm is left out.
+        for module in [
+            "vllm.v1.attention.backends.mla.rocm_aiter_mla",
+            "vllm.models.deepseek_v41.amd.model",
+            "sglang.srt.layers.attention.aiter_backend",
+            "pkg.gfx950_kernels",
+        ] {
+            assert!(other_platform(module, cuda), "{module}");
+            assert!(!other_platform(module, both), "{module}");
         }
         for module in [
             "vllm.v1.kv_offload.cpu.manager",
@@ -354,8 +371,9 @@ mod tests {
             "pkg.input_processor",
             "pkg.snpu",
             "gpu_model_runner.py",
+            "pkg.chip_layout",
         ] {
-            assert!(!other_platform(module), "{module}");
+            assert!(!other_platform(module, cuda), "{module}");
         }
     }
 

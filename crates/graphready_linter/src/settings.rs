@@ -42,6 +42,23 @@ impl DebugGuard {
     }
 }
 
+/// The GPUs whose graphs the analysis targets. NVIDIA's (CUDA) always; AMD's (ROCm, whose HIP
+/// graphs PyTorch captures through the same `torch.cuda.graph`) unless left out: then code only
+/// a ROCm build runs (`if current_platform.is_rocm():`, a `rocm_aiter_*` backend, a model's
+/// `amd/` package, `forward_hip`) is code for another device, neither reported nor followed,
+/// like code for an XPU or an NPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Platforms {
+    pub rocm: bool,
+}
+
+impl Default for Platforms {
+    /// Both: engines capture graphs on AMD's GPUs too, and fix hazards in their ROCm code.
+    fn default() -> Self {
+        Platforms { rocm: true }
+    }
+}
+
 /// Everything [`crate::check`] needs for one file.
 #[derive(Debug)]
 pub struct Settings {
@@ -50,6 +67,7 @@ pub struct Settings {
     pub debug_guards: Vec<DebugGuard>,
     /// Function names whose truthy result means "capturing" (matched on the last dotted segment).
     pub capture_predicates: Vec<String>,
+    pub platforms: Platforms,
 }
 
 /// The capture predicates known out of the box: PyTorch's own, and the engine equivalents.
@@ -68,6 +86,7 @@ impl Default for Settings {
                 .iter()
                 .map(|name| (*name).to_string())
                 .collect(),
+            platforms: Platforms::default(),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Small syntactic helpers shared by the checker, the guards and the summary builder.
 
+use crate::settings::Platforms;
 use ruff_python_ast::Expr;
 
 /// The last name of a callee or decorator: `no_graph` in `@x.no_graph` and `@no_graph()`.
@@ -30,12 +31,16 @@ pub(crate) const NO_CUDA_GRAPH_DEVICES: [&str; 5] = ["npu", "xpu", "tpu", "hpu",
 /// CamelCase words) say it serves a device without CUDA graphs: a word is one of
 /// [`NO_CUDA_GRAPH_DEVICES`], `mlx`, `ascend`, `neuron` or `mindspore`, or `cpu` or `amx`
 /// (Intel's CPU matrix extensions) where no word says the name moves data between the host and
-/// a GPU (`offload`, `offloading`, `swap`, `gpu`, `cuda`, `host`, `pinned`).
-pub(crate) fn other_platform_words<'w>(words: impl Iterator<Item = &'w str> + Clone) -> bool {
+/// a GPU (`offload`, `offloading`, `swap`, `gpu`, `cuda`, `host`, `pinned`); or, unless ROCm is
+/// a target, one that names AMD's GPUs (see [`names_rocm`]).
+pub(crate) fn other_platform_words<'w>(
+    words: impl Iterator<Item = &'w str> + Clone,
+    platforms: Platforms,
+) -> bool {
     let mut cpu = false;
     for word in words.clone() {
         let word = word.to_ascii_lowercase();
-        if names_other_device(&word) {
+        if names_other_device(&word, platforms) {
             return true;
         }
         cpu |= matches!(word.as_str(), "cpu" | "amx");
@@ -48,20 +53,39 @@ pub(crate) fn other_platform_words<'w>(words: impl Iterator<Item = &'w str> + Cl
     })
 }
 
+/// Whether a class name says it serves a device without CUDA graphs: its CamelCase words do
+/// (see [`other_platform_words`]), or, unless ROCm is a target, it spells `ROCm` (whose
+/// CamelCase splits: `ROCmAiterMLABackend`).
+pub(crate) fn other_platform_class(name: &str, platforms: Platforms) -> bool {
+    other_platform_words(camel_words(name).into_iter(), platforms)
+        || (!platforms.rocm && name.to_ascii_lowercase().contains("rocm"))
+}
+
 /// Whether the `_` words of a function's name name a device without CUDA graphs, the host
-/// aside (`forward_xpu`, `forward_npu`, `_apply_mlx`): a platform's implementation, which its
-/// op dispatches to only there. `cpu` does not count: `copy_to_cpu` and `seq_lens_cpu` serve a
-/// GPU.
-pub(crate) fn other_device_function(name: &str) -> bool {
+/// aside (`forward_xpu`, `forward_npu`, `_apply_mlx`, and `forward_hip` unless ROCm is a
+/// target): a platform's implementation, which its op dispatches to only there. `cpu` does not
+/// count: `copy_to_cpu` and `seq_lens_cpu` serve a GPU.
+pub(crate) fn other_device_function(name: &str, platforms: Platforms) -> bool {
     name.split('_')
-        .any(|word| names_other_device(&word.to_ascii_lowercase()))
+        .any(|word| names_other_device(&word.to_ascii_lowercase(), platforms))
 }
 
 /// Whether a lowercase word names a device (or a framework for one) without CUDA graphs, the
-/// host aside: one of [`NO_CUDA_GRAPH_DEVICES`], `mlx`, `ascend`, `neuron` or `mindspore`.
-fn names_other_device(word: &str) -> bool {
+/// host aside: one of [`NO_CUDA_GRAPH_DEVICES`], `mlx`, `ascend`, `neuron` or `mindspore`; or
+/// AMD's GPUs unless ROCm is a target.
+fn names_other_device(word: &str, platforms: Platforms) -> bool {
     matches!(word, "mlx" | "ascend" | "neuron" | "mindspore")
         || NO_CUDA_GRAPH_DEVICES.contains(&word)
+        || (!platforms.rocm && names_rocm(word))
+}
+
+/// Whether a lowercase word names AMD's GPUs or their software: `rocm`, `hip`, `amd`, `aiter`
+/// (AMD's AI tensor engine), or a GPU architecture `gfx` and digits (`gfx942`, `gfx95`).
+pub(crate) fn names_rocm(word: &str) -> bool {
+    matches!(word, "rocm" | "hip" | "amd" | "aiter")
+        || word
+            .strip_prefix("gfx")
+            .is_some_and(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The CamelCase words of a class name: `VisionIntelXPUAttention` is `Vision`, `Intel`, `XPU`,
@@ -106,12 +130,15 @@ pub(crate) fn platform_tested(test: &Expr) -> Option<&str> {
     name.trim_start_matches('_').strip_prefix("is_")
 }
 
-/// A platform test for a device other than a CUDA (or ROCm) GPU: `current_platform.is_xpu()`,
-/// `is_npu()`, a module flag `_is_cpu`, `platform.is_tpu`. Code under it never runs where CUDA
-/// graphs are captured (a CPU tensor's `x.is_cpu` says the same of the data).
-pub(crate) fn is_other_platform(test: &Expr) -> bool {
+/// A platform test for a device other than a targeted GPU: `current_platform.is_xpu()`,
+/// `is_npu()`, a module flag `_is_cpu`, `platform.is_tpu`, and `is_rocm()` or `_is_hip` unless
+/// ROCm is a target. Code under it never runs where CUDA graphs are captured (a CPU tensor's
+/// `x.is_cpu` says the same of the data).
+pub(crate) fn is_other_platform(test: &Expr, platforms: Platforms) -> bool {
     platform_tested(test).is_some_and(|device| {
-        matches!(device, "cpu" | "neuron") || NO_CUDA_GRAPH_DEVICES.contains(&device)
+        matches!(device, "cpu" | "neuron")
+            || NO_CUDA_GRAPH_DEVICES.contains(&device)
+            || (!platforms.rocm && matches!(device, "rocm" | "hip"))
     })
 }
 
@@ -159,7 +186,7 @@ pub(crate) fn is_debug_switch(test: &Expr) -> bool {
 
 #[cfg(test)]
 mod platform_tests {
-    use super::{camel_words, other_platform_words};
+    use super::{camel_words, names_rocm, other_device_function, other_platform_class, Platforms};
 
     #[test]
     fn camel_case_words() {
@@ -174,6 +201,8 @@ mod platform_tests {
 
     #[test]
     fn class_names_of_other_platforms() {
+        let cuda = Platforms { rocm: false };
+        let rocm = Platforms::default();
         for name in [
             "VisionIntelXPUAttention",
             "AscendAttentionBackend",
@@ -181,10 +210,12 @@ mod platform_tests {
             "IntelAMXAttnBackend",
             "TPUModelRunner",
         ] {
-            assert!(
-                other_platform_words(camel_words(name).into_iter()),
-                "{name}"
-            );
+            assert!(other_platform_class(name, cuda), "{name}");
+            assert!(other_platform_class(name, rocm), "{name}");
+        }
+        for name in ["ROCmAiterMLABackend", "AiterAttnBackend", "HipGraphRunner"] {
+            assert!(other_platform_class(name, cuda), "{name}");
+            assert!(!other_platform_class(name, rocm), "{name}");
         }
         for name in [
             "CpuGpuBuffer",
@@ -193,11 +224,23 @@ mod platform_tests {
             "HostPinnedCpuPool",
             "Mixtral",
             "Compute",
+            "ChipWaiter",
         ] {
-            assert!(
-                !other_platform_words(camel_words(name).into_iter()),
-                "{name}"
-            );
+            assert!(!other_platform_class(name, cuda), "{name}");
         }
+    }
+
+    #[test]
+    fn rocm_words() {
+        for word in ["rocm", "hip", "amd", "aiter", "gfx942", "gfx95"] {
+            assert!(names_rocm(word), "{word}");
+        }
+        for word in ["gfx", "gfxs", "chip", "waiter", "amdahl"] {
+            assert!(!names_rocm(word), "{word}");
+        }
+        let cuda = Platforms { rocm: false };
+        assert!(other_device_function("forward_hip", cuda));
+        assert!(!other_device_function("forward_hip", Platforms::default()));
+        assert!(!other_device_function("forward_cuda", cuda));
     }
 }

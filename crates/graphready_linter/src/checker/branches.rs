@@ -109,8 +109,9 @@ impl<'a> Checker<'a> {
             self.summary
                 .enter_param_guard(&self.model, body, test, negated)
         });
-        let platform =
-            test.is_some_and(|(test, negated)| !negated && guards::on_other_platform(test));
+        let platform = test.is_some_and(|(test, negated)| {
+            !negated && guards::on_other_platform(test, self.settings.platforms)
+        });
         self.summary.enter_platform(platform);
         self.visit_guarded(safe, body);
         self.summary.exit_platform(platform);

@@ -88,7 +88,7 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
             op: ast::BoolOp::Or,
             values,
             ..
-        }) if negated && graph_gpus(values) => true,
+        }) if negated && graph_gpus(values, model.platforms()) => true,
         Expr::BoolOp(ast::ExprBoolOp { op, values, .. }) => {
             // `a and b` true: both hold, so either being safe is enough. `not (a and b)`: one of
             // them is false, so each negation must be safe. `or` is the mirror image.
@@ -110,9 +110,9 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
         // off by default: code for those who turn it on, off the serving path as shipped.
         test if !negated && model.is_off_flag(test) => true,
         // `if current_platform.is_xpu():`, `if _is_npu:`: code for a device without CUDA graphs.
-        test if !negated && crate::util::is_other_platform(test) => true,
+        test if !negated && crate::util::is_other_platform(test, model.platforms()) => true,
         // `if not current_platform.is_cuda_alike():` likewise.
-        test if negated && graph_gpus(std::slice::from_ref(test)) => true,
+        test if negated && graph_gpus(std::slice::from_ref(test), model.platforms()) => true,
         // `if not torch.cuda.is_available():`: no accelerator, no graph. Code after `if
         // torch.cuda.is_available() and is_capturing(): raise ...` runs when either is false.
         Expr::Call(call)
@@ -242,7 +242,9 @@ fn capture_free(model: &SemanticModel, test: &Expr, negated: bool, platforms: bo
             } else {
                 values.iter().all(|v| {
                     capture_free(model, v, negated, platforms)
-                        || (platforms && !negated && crate::util::is_other_platform(v))
+                        || (platforms
+                            && !negated
+                            && crate::util::is_other_platform(v, model.platforms()))
                 })
             }
         }
@@ -356,10 +358,10 @@ pub fn is_device_kernel(model: &SemanticModel, function: &ast::StmtFunctionDef) 
     })
 }
 
-/// Whether platform tests cover both kinds of GPU whose graphs engines capture, NVIDIA's
-/// (`is_cuda`) and AMD's (`is_hip`, `is_rocm`), or one test names both (`is_cuda_alike()`):
-/// when all of them are false, the code runs on another device.
-fn graph_gpus(tests: &[Expr]) -> bool {
+/// Whether platform tests cover every kind of GPU the analysis targets, NVIDIA's (`is_cuda`)
+/// and, when ROCm is a target, AMD's (`is_hip`, `is_rocm`), or one test names both
+/// (`is_cuda_alike()`): when all of them are false, the code runs on another device.
+fn graph_gpus(tests: &[Expr], platforms: crate::settings::Platforms) -> bool {
     let (mut cuda, mut rocm) = (false, false);
     for test in tests {
         match crate::util::platform_tested(test) {
@@ -369,17 +371,18 @@ fn graph_gpus(tests: &[Expr]) -> bool {
             _ => {}
         }
     }
-    cuda && rocm
+    cuda && (rocm || !platforms.rocm)
 }
 
 /// Whether a test holds only on a device without CUDA graphs: a platform test
 /// (`current_platform.is_xpu()`, `_is_npu`), alone or in a conjunction
 /// (`current_platform.is_xpu() and backend == "batched"`).
-pub(super) fn on_other_platform(test: &Expr) -> bool {
+pub(super) fn on_other_platform(test: &Expr, platforms: crate::settings::Platforms) -> bool {
     match test {
-        Expr::BoolOp(bool_op) if matches!(bool_op.op, ast::BoolOp::And) => {
-            bool_op.values.iter().any(on_other_platform)
-        }
-        test => crate::util::is_other_platform(test),
+        Expr::BoolOp(bool_op) if matches!(bool_op.op, ast::BoolOp::And) => bool_op
+            .values
+            .iter()
+            .any(|value| on_other_platform(value, platforms)),
+        test => crate::util::is_other_platform(test, platforms),
     }
 }

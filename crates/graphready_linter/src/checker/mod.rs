@@ -93,12 +93,13 @@ impl<'a> Checker<'a> {
     ) -> Self {
         let mut model = SemanticModel::new(module, is_package, returns);
         model.set_capture_predicates(&settings.capture_predicates);
+        model.set_platforms(settings.platforms);
         model.set_source(source);
         Checker {
             settings,
             rules,
             model,
-            summary: SummaryBuilder::new(source, module),
+            summary: SummaryBuilder::new(source, module, settings.platforms),
             diagnostics: Vec::new(),
             safe_depth: 0,
             previous: None,
@@ -330,7 +331,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
                     qualname: self.qualify(name),
                     safe: !self.in_captured_code()
                         || guards::is_device_kernel(&self.model, function)
-                        || crate::util::other_device_function(name),
+                        || crate::util::other_device_function(name, self.settings.platforms),
                 };
                 match self.nested.last_mut() {
                     Some(nested) if self.function.is_some() => nested.push(deferred),
@@ -355,7 +356,7 @@ impl<'a> Visitor<'a> for Checker<'a> {
                 // A class for a device without CUDA graphs (`VisionIntelXPUAttention`, whose
                 // constructor raises elsewhere): nothing in it is reported or followed.
                 let other_platform =
-                    crate::util::other_platform_words(crate::util::camel_words(name).into_iter());
+                    crate::util::other_platform_class(name, self.settings.platforms);
                 self.safe_depth += u32::from(other_platform);
                 self.model.push_scope(true);
                 self.visit_block(&class.body);

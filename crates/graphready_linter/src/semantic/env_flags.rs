@@ -110,7 +110,7 @@ impl SemanticModel<'_> {
                 extra(test)
                     || crate::util::is_debug_switch(test)
                     || self.is_off_flag(test)
-                    || crate::util::is_other_platform(test)
+                    || crate::util::is_other_platform(test, self.platforms())
             }
         }
     }

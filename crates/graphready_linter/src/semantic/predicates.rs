@@ -35,6 +35,17 @@ impl<'a> SemanticModel<'a> {
         self.types.capture_predicates = names;
     }
 
+    /// The GPUs the analysis targets, from the file's settings.
+    pub fn set_platforms(&mut self, platforms: crate::settings::Platforms) {
+        self.invalidate();
+        self.types.platforms = platforms;
+    }
+
+    /// The GPUs the analysis targets (see [`crate::settings::Platforms`]).
+    pub fn platforms(&self) -> crate::settings::Platforms {
+        self.types.platforms
+    }
+
     /// Records that every return of a function of this module is a capture flag.
     pub fn learn_predicate(&mut self, qualname: &str) {
         self.invalidate();

@@ -165,6 +165,8 @@ pub(crate) struct TypeState<'a> {
     learned_tuple_returns: FxHashMap<String, Vec<Ty>>,
     /// The configured capture predicates, by last name.
     pub(super) capture_predicates: &'a [String],
+    /// The GPUs the analysis targets (see [`crate::settings::Platforms`]).
+    pub(super) platforms: crate::settings::Platforms,
     /// This module's functions whose every return is a capture flag.
     pub(super) learned_predicates: rustc_hash::FxHashSet<String>,
     /// This module's functions whose every return is an unwritten allocation.
@@ -184,6 +186,7 @@ impl<'a> TypeState<'a> {
             learned_returns: FxHashMap::default(),
             learned_tuple_returns: FxHashMap::default(),
             capture_predicates: &[],
+            platforms: crate::settings::Platforms::default(),
             learned_predicates: rustc_hash::FxHashSet::default(),
             learned_uninitialized: rustc_hash::FxHashSet::default(),
             host_preserving: rustc_hash::FxHashSet::default(),

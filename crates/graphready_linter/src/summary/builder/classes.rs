@@ -57,9 +57,7 @@ impl<'a> SummaryBuilder<'a> {
             }))
         };
         let other_platform = self.other_platform
-            || crate::util::other_platform_words(
-                crate::util::camel_words(class.name.id.as_str()).into_iter(),
-            );
+            || crate::util::other_platform_class(class.name.id.as_str(), self.platforms);
         // What a class decorator resolves to decides whether it replaces `forward`.
         let decorators = self.decorator_refs(model, &class.decorator_list);
         let mut summary = ClassSummary {
