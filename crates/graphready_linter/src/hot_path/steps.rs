@@ -49,6 +49,8 @@ const SET_UP_WORDS: &[&str] = &[
     "load",
     "loading",
     "shutdown",
+    "teardown",
+    "destroy",
     "compile",
     "benchmark",
     "bench",
@@ -632,6 +634,8 @@ mod tests {
             "SpeechT5SpectrogramLoss.forward",
             "ModelRunner._recapture_elastic_cuda_graphs",
             "Worker.reload_weights",
+            "_teardown_borrow_pool",
+            "Communicator.destroy",
         ] {
             assert!(is_set_up(name), "{name}");
         }
