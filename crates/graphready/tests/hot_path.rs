@@ -53,6 +53,29 @@ fn chain(links: &[&str]) -> Vec<String> {
     links.iter().map(|s| (*s).to_string()).collect()
 }
 
+/// A temporary project holding a package `pkg` with these files (paths under `pkg/`).
+fn package(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("pkg")).unwrap();
+    std::fs::write(dir.path().join("pkg/__init__.py"), "").unwrap();
+    for (path, source) in files {
+        std::fs::write(dir.path().join("pkg").join(path), source).unwrap();
+    }
+    dir
+}
+
+/// The JSON report of `graphready check --output-format json ARGS pkg`, run in `root`.
+fn check_in(root: &Path, args: &[&str]) -> Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_graphready"))
+        .current_dir(root)
+        .args(["check", "--output-format", "json"])
+        .args(args)
+        .arg("pkg")
+        .output()
+        .unwrap();
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 #[test]
 fn exactly_the_hot_path_hazards_are_reported_with_their_chains() {
     let report = check(&[]);
@@ -175,31 +198,22 @@ fn show_scope_as_json_lists_every_reached_function() {
 
 #[test]
 fn configured_entries_and_eager_breaks() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    std::fs::create_dir_all(root.join("pkg")).unwrap();
-    std::fs::write(root.join("pkg/__init__.py"), "").unwrap();
-    std::fs::write(
-        root.join("pkg/step.py"),
+    let dir = package(&[(
+        "step.py",
         "import torch\n\n\
          def helper(x: torch.Tensor):\n    return x.item()\n\n\
          def slow(x: torch.Tensor):\n    return x.tolist()\n\n\
          def decode_step(x: torch.Tensor):\n    slow(x)\n    return helper(x)\n\n\
          def unrelated(x: torch.Tensor):\n    return x.cpu()\n",
-    )
-    .unwrap();
+    )]);
+    let root = dir.path();
     std::fs::write(
         root.join("pyproject.toml"),
         "[tool.graphready]\nentry-points = [\"pkg.step:decode_step\"]\neager = [\"pkg.step:slow\"]\n\
          module-forwards = false\n",
     )
     .unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_graphready"))
-        .current_dir(root)
-        .args(["check", "--output-format", "json", "pkg"])
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = check_in(root, &[]);
     let found = findings(&report);
     assert_eq!(
         found,
@@ -217,31 +231,22 @@ fn configured_entries_and_eager_breaks() {
 /// `rocm = false` leaves AMD's GPUs out, and it becomes another device's.
 #[test]
 fn rocm_code_is_left_out_only_when_rocm_is_not_a_target() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = package(&[
+        (
+            "step.py",
+            "import torch\n\n_is_hip = torch.version.hip is not None\n\n\n\
+             def decode_step(x: torch.Tensor):  # graphready: captured\n    \
+             if _is_hip:\n        return x.tolist()\n    return x.item()\n",
+        ),
+        (
+            "rocm_aiter_attn.py",
+            "import torch\n\n\ndef plan(x: torch.Tensor):  # graphready: captured\n    return x.item()\n",
+        ),
+    ]);
     let root = dir.path();
-    std::fs::create_dir_all(root.join("pkg")).unwrap();
-    std::fs::write(root.join("pkg/__init__.py"), "").unwrap();
-    std::fs::write(
-        root.join("pkg/step.py"),
-        "import torch\n\n_is_hip = torch.version.hip is not None\n\n\n\
-         def decode_step(x: torch.Tensor):  # graphready: captured\n    \
-         if _is_hip:\n        return x.tolist()\n    return x.item()\n",
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("pkg/rocm_aiter_attn.py"),
-        "import torch\n\n\ndef plan(x: torch.Tensor):  # graphready: captured\n    return x.item()\n",
-    )
-    .unwrap();
     let codes = |config: &str| -> Vec<(String, u64, String)> {
         std::fs::write(root.join("pyproject.toml"), config).unwrap();
-        let output = Command::new(env!("CARGO_BIN_EXE_graphready"))
-            .current_dir(root)
-            .args(["check", "--output-format", "json", "pkg"])
-            .output()
-            .unwrap();
-        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-        findings(&report)
+        findings(&check_in(root, &[]))
             .into_iter()
             .map(|(path, line, code, _, _)| (path, line, code))
             .collect()
