@@ -81,7 +81,7 @@ fn names_other_device(word: &str, platforms: Platforms) -> bool {
 
 /// Whether a lowercase word names AMD's GPUs or their software: `rocm`, `hip`, `amd`, `aiter`
 /// (AMD's AI tensor engine), or a GPU architecture `gfx` and digits (`gfx942`, `gfx95`).
-pub(crate) fn names_rocm(word: &str) -> bool {
+fn names_rocm(word: &str) -> bool {
     matches!(word, "rocm" | "hip" | "amd" | "aiter")
         || word
             .strip_prefix("gfx")
