@@ -24,6 +24,7 @@ mod host_devices;
 mod index;
 mod invocations;
 mod invoke;
+mod names;
 mod param_classes;
 mod platforms;
 mod prefill;
@@ -40,15 +41,9 @@ use crate::semantic::{AttributeType, CallReturn, PropertyRead, Ty};
 use crate::summary::{EntryReason, Marker, ModuleSummary};
 use graphready_diagnostics::{ChainLink, Diagnostic, Reach};
 pub use index::{NodeId, ProjectIndex};
+pub use names::runs_once;
 use rustc_hash::{FxHashMap, FxHashSet};
 use search::search;
-
-/// Whether a function, by its qualified name inside its module, is set-up that runs once rather
-/// than every step: constructors and what they nest, loading, warm-up, capture, profiling
-/// (`__init__`, `Runner.load_weights`, `_dummy_run`, `capture_model`).
-pub fn runs_once(qualname: &str) -> bool {
-    steps::is_set_up(qualname)
-}
 
 /// Hot-path options, resolved from configuration.
 #[derive(Debug, Clone)]
