@@ -772,21 +772,28 @@ fn typed_receivers_hierarchy_decorators_and_the_step_loop_are_followed() {
             // with the prompt: what they guard runs eagerly, once per request.
             finding(
                 "engine/media_outputs.py",
-                18,
+                19,
                 "GR101",
                 "stall",
                 &["OmniChatLM.forward"],
             ),
             finding(
                 "engine/media_outputs.py",
-                21,
+                22,
                 "GR101",
                 "stall",
                 &["OmniChatLM.forward"],
             ),
             finding(
                 "engine/media_outputs.py",
-                23,
+                25,
+                "GR101",
+                "stall",
+                &["OmniChatLM.forward"],
+            ),
+            finding(
+                "engine/media_outputs.py",
+                27,
                 "GR101",
                 "capture",
                 &["OmniChatLM.forward"],

@@ -325,7 +325,8 @@ fn prefill_compare(compare: &ast::ExprCompare, negated: bool) -> bool {
 }
 
 /// Whether a local or parameter holds a step's media input by its name (`visual_token_mask`,
-/// `image_embeds`, `audio_features`, `mm_kwargs`, and a speech model's `input_features`), or a
+/// `image_embeds`, `audio_features`, `mm_kwargs`, and a speech model's `input_features` or raw
+/// `input_values`), or a
 /// batch's field does (`forward_batch.mm_token_modalities`), or an entry of one
 /// (`mm_encoder_outputs.get("image")`, `mm_inputs["audio"]`): `None` unless the batch brings
 /// new media, which comes with a request's prompt. The attributes of `self`
@@ -337,7 +338,9 @@ fn media_input(expr: &Expr) -> bool {
                 if get.attr.as_str() == "get" && media_input(&get.value));
         }
         Expr::Subscript(subscript) => return media_input(&subscript.value),
-        Expr::Name(name) if name.id.as_str() == "input_features" => return true,
+        Expr::Name(name) if matches!(name.id.as_str(), "input_features" | "input_values") => {
+            return true
+        }
         _ => {}
     }
     if let Expr::Attribute(attribute) = expr {
