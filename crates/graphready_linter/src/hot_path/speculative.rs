@@ -12,8 +12,9 @@ use crate::util::camel_words;
 /// Whether a function belongs to speculative decoding by its module (a `spec_decode` or
 /// `speculative` package, an `eagle`, `medusa`, `mtp` or `draft` module) or by its name: a
 /// CamelCase word of its class (`Draft`, `Drafter`, `Proposer`, `Eagle`, `Eagle3`, `Medusa`,
-/// `Mtp`, `MTP`, `Predictor` of `MultiTokenPredictor`) or a word of the function's own name
-/// (`draft`, `propose`, `drafter`).
+/// `Mtp`, `MTP`, `Predictor` of `MultiTokenPredictor`, `Assisted` or `Assistant` of a
+/// library's assisted generation) or a word of the function's own name (`draft`, `propose`,
+/// `drafter`, `speculative`, `assisted`: transformers' `_assisted_decoding`).
 pub(super) fn is_speculative(index: &ProjectIndex, node: NodeId) -> bool {
     let module = index.module(node.module).module.as_deref().unwrap_or("");
     let by_module = module.split('.').any(|part| {
@@ -28,9 +29,12 @@ pub(super) fn is_speculative(index: &ProjectIndex, node: NodeId) -> bool {
     let qualname = &index.function(node).qualname;
     let mut parts = qualname.rsplit('.');
     let function = parts.next().unwrap_or(qualname);
-    let by_function = function
-        .split('_')
-        .any(|word| matches!(word, "draft" | "drafter" | "propose" | "proposer"));
+    let by_function = function.split('_').any(|word| {
+        matches!(
+            word,
+            "draft" | "drafter" | "propose" | "proposer" | "speculative" | "assisted"
+        )
+    });
     by_function
         || parts.any(|class| {
             camel_words(class).iter().any(|word| {
@@ -44,6 +48,8 @@ pub(super) fn is_speculative(index: &ProjectIndex, node: NodeId) -> bool {
                         | "medusa"
                         | "mtp"
                         | "predictor"
+                        | "assisted"
+                        | "assistant"
                 )
             })
         })
