@@ -1395,6 +1395,14 @@ fn a_library_captures_only_the_models_its_generation_loop_decodes() {
                 "stall",
                 &["Classifier.forward"]
             ),
+            // Nor does a module only a training loss holds.
+            finding(
+                "generative/models.py",
+                45,
+                "GR101",
+                "stall",
+                &["Matcher.forward"]
+            ),
         ]
     );
 }

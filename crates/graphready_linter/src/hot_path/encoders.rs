@@ -20,7 +20,8 @@ pub(super) fn is_encoder_method(index: &ProjectIndex, node: NodeId) -> bool {
 
 /// The classes whose instances a class outside the packages of encoder components holds in an
 /// attribute (`self.visual = VisionTransformer(...)`, the members of an `nn.ModuleList`): the
-/// parts of a model an engine runs, rather than of a component its loader builds.
+/// parts of a model an engine runs, rather than of a component its loader builds. A class named
+/// for training (a loss holding its Hungarian matcher) holds no part of an inference model.
 pub(super) fn held_classes(index: &ProjectIndex) -> rustc_hash::FxHashSet<ClassId> {
     let mut held = rustc_hash::FxHashSet::default();
     for (module, summary) in index.modules().iter().enumerate() {
@@ -28,6 +29,9 @@ pub(super) fn held_classes(index: &ProjectIndex) -> rustc_hash::FxHashSet<ClassI
             continue;
         }
         for class in &summary.classes {
+            if super::names::is_training_name(&class.name) {
+                continue;
+            }
             for refs in class.attributes.values() {
                 held.extend(refs.iter().filter_map(|r| index.class_of(module, r)));
             }
