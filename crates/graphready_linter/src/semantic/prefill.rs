@@ -326,10 +326,9 @@ fn prefill_compare(compare: &ast::ExprCompare, negated: bool) -> bool {
 
 /// Whether a local or parameter holds a step's media input by its name (`visual_token_mask`,
 /// `image_embeds`, `audio_features`, `mm_kwargs`, and a speech model's `input_features` or raw
-/// `input_values`), or a
-/// batch's field does (`forward_batch.mm_token_modalities`), or an entry of one
-/// (`mm_encoder_outputs.get("image")`, `mm_inputs["audio"]`): `None` unless the batch brings
-/// new media, which comes with a request's prompt. The attributes of `self`
+/// `input_values`), or a batch's field does (`forward_batch.mm_token_modalities`), or an entry
+/// of one (`mm_encoder_outputs.get("image")`, `mm_inputs["audio"]`): `None` unless the batch
+/// brings new media, which comes with a request's prompt. The attributes of `self`
 /// (`self.image_size`) and of a configuration (`config.vision_config`) are configuration.
 fn media_input(expr: &Expr) -> bool {
     match expr {
