@@ -1387,7 +1387,9 @@ fn a_library_captures_only_the_models_its_generation_loop_decodes() {
                 "stall",
                 &["EagerLM.forward"]
             ),
-            // A model no generation loop decodes runs eagerly, once per call.
+            // A model no generation loop decodes, beside generative ones in its module (maybe
+            // their part), runs eagerly, once per call; one in a module of its own
+            // (`detector.py`) is no entry at all.
             finding(
                 "generative/models.py",
                 40,

@@ -1,9 +1,13 @@
 //! The models a project's own generation loop drives. A library whose decode loop lives in a
 //! mixin that its generative models inherit (transformers' `GenerationMixin`, whose `_sample`
-//! runs `self(...)` until the sequences finish) captures only those models' decode step: a
-//! model outside that family (an encoder-only classifier, a detector, a video tracker, a
-//! forecaster) is never decoded by it, and runs eagerly, once per call. Its forward is a
-//! per-call entry outside the graph, as an encoder's is; what it runs is reported as such.
+//! runs `self(...)` until the sequences finish) captures only those models' decode step. A
+//! model outside that family is never decoded by it. In a module that also defines a model the
+//! loop decodes (a sequence classifier beside a causal LM, or a text model an `AutoModel`
+//! factory builds, which the index cannot see held) it may be that model's part: it runs
+//! eagerly, once per call, like an encoder. In a module of its own (a detector, a video
+//! tracker, an embedding model, a forecaster) it is on neither the captured path nor the
+//! per-step path of any generation: its forward is no entry (`--scope all` still reports what
+//! it runs). A module another class holds stays part of whichever model runs it.
 //!
 //! A model whose class declares it cannot be compiled whole (transformers'
 //! `_can_compile_fullgraph = False`, the default its `PreTrainedModel` declares and each
@@ -17,10 +21,60 @@ use super::index::{ClassId, NodeId, ProjectIndex};
 use crate::summary::ModelRun;
 use rustc_hash::FxHashSet;
 
-/// The classes a generation mixin's loop drives: the mixins (classes that are no modules, with
-/// a method running the model until the sequences finish, inherited by module classes) and
-/// every class deriving from one. `None` when the project has no such mixin.
-pub(super) fn generated_classes(index: &ProjectIndex) -> Option<FxHashSet<ClassId>> {
+/// The classes a generation mixin's loop drives.
+pub(super) struct Generated {
+    /// Decoded in a captured step: the mixins (classes that are no modules, with a method
+    /// running the model until the sequences finish, inherited by module classes) and every
+    /// class deriving from one that can be compiled whole.
+    captured: FxHashSet<ClassId>,
+    /// Decoded eagerly: those that cannot be compiled whole.
+    eager: FxHashSet<ClassId>,
+}
+
+impl Generated {
+    /// Whether a method is a model's that the loop does not capture, and that no other class
+    /// holds as a part: one it decodes eagerly, or one it never decodes.
+    pub(super) fn uncaptured(
+        &self,
+        index: &ProjectIndex,
+        held: &FxHashSet<ClassId>,
+        node: NodeId,
+    ) -> bool {
+        index
+            .method_class(node)
+            .is_some_and(|class| !self.captured.contains(&class) && !held.contains(&class))
+    }
+}
+
+/// Whether a method is a model's that a generation loop never decodes: no other class holds it
+/// as a part, and its module defines no model the loop decodes (whose parts it may be, held
+/// through a factory the index does not resolve: `AutoModel.from_config(...)`). Never, in a
+/// project without such a loop.
+pub(super) fn never_decoded(
+    generated: Option<&Generated>,
+    index: &ProjectIndex,
+    held: &FxHashSet<ClassId>,
+    node: NodeId,
+) -> bool {
+    let Some(generated) = generated else {
+        return false;
+    };
+    let decoded =
+        |class: &ClassId| generated.captured.contains(class) || generated.eager.contains(class);
+    index.method_class(node).is_some_and(|class| {
+        !decoded(&class)
+            && !held.contains(&class)
+            && !generated
+                .captured
+                .iter()
+                .chain(&generated.eager)
+                .any(|other| other.0 == class.0)
+    })
+}
+
+/// The classes a generation mixin's loop drives (see [`Generated`]); `None` when the project
+/// has no such mixin.
+pub(super) fn generated_classes(index: &ProjectIndex) -> Option<Generated> {
     let mut out = FxHashSet::default();
     for (module, summary) in index.modules().iter().enumerate() {
         for (position, class) in summary.classes.iter().enumerate() {
@@ -53,16 +107,9 @@ pub(super) fn generated_classes(index: &ProjectIndex) -> Option<FxHashSet<ClassI
     if out.is_empty() {
         return None;
     }
-    // Less the models the loop decodes eagerly: they cannot be compiled whole.
-    let eager: Vec<ClassId> = out
-        .iter()
-        .copied()
-        .filter(|&class| {
-            index.find_up(class, |c| index.class_summary(c).compiles_whole) == Some(false)
-        })
-        .collect();
-    for class in eager {
-        out.remove(&class);
-    }
-    Some(out)
+    // The models the loop decodes eagerly: they cannot be compiled whole.
+    let (eager, captured) = out.into_iter().partition(|&class| {
+        index.find_up(class, |c| index.class_summary(c).compiles_whole) == Some(false)
+    });
+    Some(Generated { captured, eager })
 }

@@ -297,20 +297,24 @@ impl<'s> HotPath<'s> {
         // Invoked only where the author declared the code eager (`with gpu_sync_allowed():`):
         // called, so no outermost model, and no entry of the host path either.
         defaults.retain(|entry| called.contains(&entry.node) || !guarded.contains(&entry.node));
-        // An encoder no project function is seen to call runs per request on the host path,
-        // like one the project calls only from uncaptured code: engines capture the decoder's
-        // step and run media and text encoders (and VAEs) eagerly.
-        // So does a model a library's generation loop never decodes (see [`generated`]); a
-        // class another holds is part of a model, whichever runs it.
+        // A model a library's generation loop never decodes is no entry (see [`generated`]).
         let generated = generated::generated_classes(&index);
+        let is_encoder = |node| encoders::is_encoder_method(&index, node);
+        defaults.retain(|entry| {
+            called.contains(&entry.node)
+                || is_encoder(entry.node)
+                || !generated::never_decoded(generated.as_ref(), &index, &held, entry.node)
+        });
+        // An encoder no project function is seen to call runs per request on the host path
+        // (engines capture the decoder's step and run encoders and VAEs eagerly), as does a
+        // model a library's generation loop does not capture.
         let (mut inner, roots): (Vec<Entry>, Vec<Entry>) =
             defaults.iter().cloned().partition(|entry| {
-                let class = index.method_class(entry.node);
                 called.contains(&entry.node)
-                    || encoders::is_encoder_method(&index, entry.node)
-                    || generated.as_ref().is_some_and(|generated| {
-                        class.is_some_and(|c| !generated.contains(&c) && !held.contains(&c))
-                    })
+                    || is_encoder(entry.node)
+                    || generated
+                        .as_ref()
+                        .is_some_and(|g| g.uncaptured(&index, &held, entry.node))
             });
         // A pipeline component its loader builds on its own (a diffusion pipeline's text
         // encoder, its VAE) runs once per request, not every step.
