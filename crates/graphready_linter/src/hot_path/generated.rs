@@ -5,9 +5,13 @@
 //! loop decodes (a sequence classifier beside a causal LM, or a text model an `AutoModel`
 //! factory builds, which the index cannot see held) it may be that model's part: it runs
 //! eagerly, once per call, like an encoder. In a module of its own (a detector, a video
-//! tracker, an embedding model, a forecaster) it is on neither the captured path nor the
-//! per-step path of any generation: its forward is no entry (`--scope all` still reports what
-//! it runs). A module another class holds stays part of whichever model runs it.
+//! tracker, an embedding model, a forecaster), it and the modules it runs are on neither the
+//! captured path nor the per-step path of any generation: their forwards are no entries
+//! (`--scope all` still reports what they run), unless a class of a module with a decoded model
+//! holds them, directly or through the parts it holds. Encoders stay per-request entries: a
+//! multimodal model often builds its vision tower through a factory the index does not resolve.
+//! Within the decoded models' modules, a module another class holds stays part of whichever
+//! model runs it.
 //!
 //! A model whose class declares it cannot be compiled whole (transformers'
 //! `_can_compile_fullgraph = False`, the default its `PreTrainedModel` declares and each
@@ -27,8 +31,10 @@ pub(super) struct Generated {
     /// running the model until the sequences finish, inherited by module classes) and every
     /// class deriving from one that can be compiled whole.
     captured: FxHashSet<ClassId>,
-    /// Decoded eagerly: those that cannot be compiled whole.
-    eager: FxHashSet<ClassId>,
+    /// The modules that define a decoded model.
+    modules: FxHashSet<usize>,
+    /// The classes the classes of those modules hold, and what those hold in turn.
+    parts: FxHashSet<ClassId>,
 }
 
 impl Generated {
@@ -46,29 +52,21 @@ impl Generated {
     }
 }
 
-/// Whether a method is a model's that a generation loop never decodes: no other class holds it
-/// as a part, and its module defines no model the loop decodes (whose parts it may be, held
-/// through a factory the index does not resolve: `AutoModel.from_config(...)`). Never, in a
-/// project without such a loop.
+/// Whether a method is a model's that a generation loop never decodes: its module defines no
+/// model the loop decodes, and no class of such a module holds it (directly, or through the
+/// parts it holds). A class beside a decoded model may be its part, held through a factory the
+/// index does not resolve (`AutoModel.from_config(...)`). Never, in a project without such a
+/// loop.
 pub(super) fn never_decoded(
     generated: Option<&Generated>,
     index: &ProjectIndex,
-    held: &FxHashSet<ClassId>,
     node: NodeId,
 ) -> bool {
     let Some(generated) = generated else {
         return false;
     };
-    let decoded =
-        |class: &ClassId| generated.captured.contains(class) || generated.eager.contains(class);
     index.method_class(node).is_some_and(|class| {
-        !decoded(&class)
-            && !held.contains(&class)
-            && !generated
-                .captured
-                .iter()
-                .chain(&generated.eager)
-                .any(|other| other.0 == class.0)
+        !generated.modules.contains(&class.0) && !generated.parts.contains(&class)
     })
 }
 
@@ -107,9 +105,36 @@ pub(super) fn generated_classes(index: &ProjectIndex) -> Option<Generated> {
     if out.is_empty() {
         return None;
     }
-    // The models the loop decodes eagerly: they cannot be compiled whole.
-    let (eager, captured) = out.into_iter().partition(|&class| {
-        index.find_up(class, |c| index.class_summary(c).compiles_whole) == Some(false)
-    });
-    Some(Generated { captured, eager })
+    let modules: FxHashSet<usize> = out.iter().map(|class| class.0).collect();
+    // Less the models the loop decodes eagerly: they cannot be compiled whole.
+    let captured = out
+        .into_iter()
+        .filter(|&class| {
+            index.find_up(class, |c| index.class_summary(c).compiles_whole) != Some(false)
+        })
+        .collect();
+    Some(Generated {
+        captured,
+        parts: parts_held(index, &modules),
+        modules,
+    })
+}
+
+/// The classes the classes of `modules` hold in attributes, and what those hold in turn.
+fn parts_held(index: &ProjectIndex, modules: &FxHashSet<usize>) -> FxHashSet<ClassId> {
+    let mut parts = FxHashSet::default();
+    let mut pending: Vec<ClassId> = modules
+        .iter()
+        .flat_map(|&module| (0..index.modules()[module].classes.len()).map(move |c| (module, c)))
+        .collect();
+    while let Some(holder) = pending.pop() {
+        for refs in index.class_summary(holder).attributes.values() {
+            for held in refs.iter().filter_map(|r| index.class_of(holder.0, r)) {
+                if parts.insert(held) {
+                    pending.push(held);
+                }
+            }
+        }
+    }
+    parts
 }

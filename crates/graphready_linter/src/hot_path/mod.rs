@@ -301,9 +301,8 @@ impl<'s> HotPath<'s> {
         let generated = generated::generated_classes(&index);
         let is_encoder = |node| encoders::is_encoder_method(&index, node);
         defaults.retain(|entry| {
-            called.contains(&entry.node)
-                || is_encoder(entry.node)
-                || !generated::never_decoded(generated.as_ref(), &index, &held, entry.node)
+            is_encoder(entry.node)
+                || !generated::never_decoded(generated.as_ref(), &index, entry.node)
         });
         // An encoder no project function is seen to call runs per request on the host path
         // (engines capture the decoder's step and run encoders and VAEs eagerly), as does a
