@@ -99,7 +99,7 @@ impl<'a> Checker<'a> {
             settings,
             rules,
             model,
-            summary: SummaryBuilder::new(source, module, settings.platforms),
+            summary: SummaryBuilder::new(source, module),
             diagnostics: Vec::new(),
             safe_depth: 0,
             previous: None,

@@ -28,12 +28,9 @@ pub(super) fn held_classes(index: &ProjectIndex) -> rustc_hash::FxHashSet<ClassI
         if summary.module.as_deref().is_some_and(in_component_package) {
             continue;
         }
-        for class in &summary.classes {
-            if super::names::is_training_name(&class.name) {
-                continue;
-            }
-            for refs in class.attributes.values() {
-                held.extend(refs.iter().filter_map(|r| index.class_of(module, r)));
+        for (position, class) in summary.classes.iter().enumerate() {
+            if !super::names::is_training_name(&class.name) {
+                held.extend(index.held_by((module, position)));
             }
         }
     }

@@ -128,11 +128,9 @@ fn parts_held(index: &ProjectIndex, modules: &FxHashSet<usize>) -> FxHashSet<Cla
         .flat_map(|&module| (0..index.modules()[module].classes.len()).map(move |c| (module, c)))
         .collect();
     while let Some(holder) = pending.pop() {
-        for refs in index.class_summary(holder).attributes.values() {
-            for held in refs.iter().filter_map(|r| index.class_of(holder.0, r)) {
-                if parts.insert(held) {
-                    pending.push(held);
-                }
+        for held in index.held_by(holder) {
+            if parts.insert(held) {
+                pending.push(held);
             }
         }
     }

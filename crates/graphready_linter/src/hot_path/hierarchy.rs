@@ -41,6 +41,17 @@ impl ProjectIndex<'_> {
         })
     }
 
+    /// The project classes a class holds in its attributes (`self.mlp = MLP(...)`, the members
+    /// of an `nn.ModuleList`).
+    pub(super) fn held_by(&self, holder: ClassId) -> Vec<ClassId> {
+        self.class_summary(holder)
+            .attributes
+            .values()
+            .flatten()
+            .filter_map(|reference| self.class_of(holder.0, reference))
+            .collect()
+    }
+
     /// The first answer `found` gives for a class or its project bases, nearest first (a
     /// bounded walk: hierarchies with cycles or hundreds of bases end).
     pub(super) fn find_up<T>(

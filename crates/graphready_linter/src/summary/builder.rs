@@ -145,16 +145,10 @@ pub(crate) struct SummaryBuilder<'a> {
     other_platform: bool,
     /// Non-zero inside a branch for a device without CUDA graphs (`if current_platform.is_xpu():`).
     platform_depth: u32,
-    /// The GPUs the analysis targets: which class names say another device.
-    platforms: crate::settings::Platforms,
 }
 
 impl<'a> SummaryBuilder<'a> {
-    pub(crate) fn new(
-        source: &'a str,
-        module: Option<&str>,
-        platforms: crate::settings::Platforms,
-    ) -> Self {
+    pub(crate) fn new(source: &'a str, module: Option<&str>) -> Self {
         SummaryBuilder {
             source,
             lines: LineIndex::from_source_text(source),
@@ -164,7 +158,6 @@ impl<'a> SummaryBuilder<'a> {
             },
             returns_only: false,
             other_platform: false,
-            platforms,
             building: Vec::new(),
             return_types: Vec::new(),
             host_only: Vec::new(),

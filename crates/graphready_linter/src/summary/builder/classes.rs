@@ -57,7 +57,7 @@ impl<'a> SummaryBuilder<'a> {
             }))
         };
         let other_platform = self.other_platform
-            || crate::util::other_platform_class(class.name.id.as_str(), self.platforms);
+            || crate::util::other_platform_class(class.name.id.as_str(), model.platforms());
         // What a class decorator resolves to decides whether it replaces `forward`.
         let decorators = self.decorator_refs(model, &class.decorator_list);
         let mut summary = ClassSummary {
