@@ -99,8 +99,9 @@ impl<'a> SemanticModel<'a> {
     /// What a device test says of a tensor name, when it holds and when it fails: `x.is_cpu`
     /// makes `x` a host tensor, or a device tensor where the test failed (`else`); `x.is_cuda`
     /// a device tensor where it held; `x.device.type == "cpu"` (or `x.device == "cpu"`) a host
-    /// tensor where it held, nothing where it failed (another device may be meant); `not` and
-    /// `!=` swap the two.
+    /// tensor where it held, nothing where it failed (another device may be meant); a
+    /// tensor-class test (`torch.is_tensor(x)`, `isinstance(x, torch.Tensor)`) nothing where it
+    /// held, no tensor where it failed; `not` and `!=` swap the two.
     pub fn device_narrowing(&self, test: &'a Expr) -> Option<(&'a str, Option<Ty>, Option<Ty>)> {
         match test {
             Expr::Compare(compare) => {
@@ -152,6 +153,46 @@ impl<'a> SemanticModel<'a> {
                     "is_cuda" => Some((subject.id.as_str(), Some(Ty::Tensor), None)),
                     _ => None,
                 }
+            }
+            // Only a name taken for one tensor loses anything: a host value, or a sequence of
+            // tensors, stays what it was.
+            Expr::Call(call) => {
+                let subject = self.tensor_class_test(call)?;
+                (self.ty(&call.arguments.args[0]) == Ty::Tensor).then_some((
+                    subject,
+                    None,
+                    Some(Ty::Unknown),
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    /// The name a tensor-class test asks about: `torch.is_tensor(x)`, or `isinstance(x, T)`
+    /// where `T` (or one type of a tuple) is `torch.Tensor` or `torch.nn.Parameter`. Where the
+    /// test failed, `x` is no tensor, whatever its callers were taken to pass.
+    fn tensor_class_test(&self, call: &'a ast::ExprCall) -> Option<&'a str> {
+        if !call.arguments.keywords.is_empty() {
+            return None;
+        }
+        let tensor_class = |ty: &Expr| {
+            matches!(
+                self.qualified_name(ty).as_deref(),
+                Some("torch.Tensor" | "torch.nn.Parameter" | "torch.nn.parameter.Parameter")
+            )
+        };
+        match (&*call.func, &*call.arguments.args) {
+            (Expr::Name(function), [Expr::Name(subject), types])
+                if function.id.as_str() == "isinstance" =>
+            {
+                let tested = match types {
+                    Expr::Tuple(tuple) => tuple.elts.iter().any(tensor_class),
+                    single => tensor_class(single),
+                };
+                tested.then_some(subject.id.as_str())
+            }
+            (function, [Expr::Name(subject)]) if self.is(function, "torch.is_tensor") => {
+                Some(subject.id.as_str())
             }
             _ => None,
         }
