@@ -1367,14 +1367,14 @@ fn a_library_captures_only_the_models_its_generation_loop_decodes() {
             // no resolved call) stays a part of a captured model.
             finding(
                 "generative/models.py",
-                17,
+                19,
                 "GR101",
                 "capture",
                 &["Block.forward"]
             ),
             finding(
                 "generative/models.py",
-                28,
+                30,
                 "GR101",
                 "capture",
                 &["CausalLM.forward"]
@@ -1382,7 +1382,7 @@ fn a_library_captures_only_the_models_its_generation_loop_decodes() {
             // A model that declares it cannot be compiled whole is decoded eagerly.
             finding(
                 "generative/models.py",
-                35,
+                37,
                 "GR101",
                 "stall",
                 &["EagerLM.forward"]
@@ -1392,15 +1392,17 @@ fn a_library_captures_only_the_models_its_generation_loop_decodes() {
             // (`detector.py`) is no entry at all.
             finding(
                 "generative/models.py",
-                40,
+                42,
                 "GR101",
                 "stall",
                 &["Classifier.forward"]
             ),
-            // Nor does a module only a training loss holds.
+            // Nor does a module only a training loss holds. A task model beside the causal LM,
+            // wrapping its blocks (`CausalLMForSequenceClassification`), is no entry, nor is the
+            // head only it holds.
             finding(
                 "generative/models.py",
-                45,
+                47,
                 "GR101",
                 "stall",
                 &["Matcher.forward"]

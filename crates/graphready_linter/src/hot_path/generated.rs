@@ -11,7 +11,11 @@
 //! holds them, directly or through the parts it holds. Encoders stay per-request entries: a
 //! multimodal model often builds its vision tower through a factory the index does not resolve.
 //! Within the decoded models' modules, a module another class holds stays part of whichever
-//! model runs it.
+//! model runs it. A sibling head is not such a part: a model class there that the loop does not
+//! decode, that no class holds, and that holds what a decoded model holds (a sequence
+//! classifier wrapping the same encoder-decoder a conditional-generation model wraps) is a
+//! task of its own that `generate()` never runs; it, and the parts only it holds, are no
+//! entries either.
 //!
 //! A model whose class declares it cannot be compiled whole (transformers'
 //! `_can_compile_fullgraph = False`, the default its `PreTrainedModel` declares and each
@@ -33,8 +37,11 @@ pub(super) struct Generated {
     captured: FxHashSet<ClassId>,
     /// The modules that define a decoded model.
     modules: FxHashSet<usize>,
-    /// The classes the classes of those modules hold, and what those hold in turn.
+    /// The classes the classes of those modules hold, and what those hold in turn (the sibling
+    /// heads' holdings aside).
     parts: FxHashSet<ClassId>,
+    /// The sibling heads in those modules, and the classes only they hold.
+    heads: FxHashSet<ClassId>,
 }
 
 impl Generated {
@@ -66,7 +73,8 @@ pub(super) fn never_decoded(
         return false;
     };
     index.method_class(node).is_some_and(|class| {
-        !generated.modules.contains(&class.0) && !generated.parts.contains(&class)
+        generated.heads.contains(&class)
+            || !generated.modules.contains(&class.0) && !generated.parts.contains(&class)
     })
 }
 
@@ -106,6 +114,36 @@ pub(super) fn generated_classes(index: &ProjectIndex) -> Option<Generated> {
         return None;
     }
     let modules: FxHashSet<usize> = out.iter().map(|class| class.0).collect();
+    let classes_of =
+        |module: usize| (0..index.modules()[module].classes.len()).map(move |c| (module, c));
+    // Sibling heads: model classes of those modules the loop does not decode and nothing there
+    // holds, holding what a decoded model holds.
+    let held_anywhere = parts_held(index, modules.iter().flat_map(|&m| classes_of(m)));
+    let decoded_parts = parts_held(index, out.iter().copied());
+    let heads: Vec<ClassId> = modules
+        .iter()
+        .flat_map(|&m| classes_of(m))
+        .filter(|class| !out.contains(class) && !held_anywhere.contains(class))
+        .filter(|&class| {
+            names_a_task_model(index.class_name(class))
+                && index.is_module_class(class.0, index.class_name(class))
+        })
+        .filter(|&class| {
+            parts_held(index, [class])
+                .iter()
+                .any(|part| decoded_parts.contains(part))
+        })
+        .collect();
+    let parts = parts_held(
+        index,
+        modules
+            .iter()
+            .flat_map(|&m| classes_of(m))
+            .filter(|class| !heads.contains(class)),
+    );
+    let mut head_parts = parts_held(index, heads.iter().copied());
+    head_parts.retain(|class| !parts.contains(class));
+    head_parts.extend(heads);
     // Less the models the loop decodes eagerly: they cannot be compiled whole.
     let captured = out
         .into_iter()
@@ -115,18 +153,19 @@ pub(super) fn generated_classes(index: &ProjectIndex) -> Option<Generated> {
         .collect();
     Some(Generated {
         captured,
-        parts: parts_held(index, &modules),
+        parts,
+        heads: head_parts,
         modules,
     })
 }
 
-/// The classes the classes of `modules` hold in attributes, and what those hold in turn.
-fn parts_held(index: &ProjectIndex, modules: &FxHashSet<usize>) -> FxHashSet<ClassId> {
+/// The classes `holders` hold in attributes, and what those hold in turn.
+fn parts_held(
+    index: &ProjectIndex,
+    holders: impl IntoIterator<Item = ClassId>,
+) -> FxHashSet<ClassId> {
     let mut parts = FxHashSet::default();
-    let mut pending: Vec<ClassId> = modules
-        .iter()
-        .flat_map(|&module| (0..index.modules()[module].classes.len()).map(move |c| (module, c)))
-        .collect();
+    let mut pending: Vec<ClassId> = holders.into_iter().collect();
     while let Some(holder) = pending.pop() {
         for held in index.held_by(holder) {
             if parts.insert(held) {
@@ -135,4 +174,12 @@ fn parts_held(index: &ProjectIndex, modules: &FxHashSet<usize>) -> FxHashSet<Cla
         }
     }
     parts
+}
+
+/// Whether a class is named for a task as a model family's task models are
+/// (`BartForSequenceClassification`, `T5ForConditionalGeneration`): a whole model, never a part
+/// of another.
+fn names_a_task_model(name: &str) -> bool {
+    name.match_indices("For")
+        .any(|(at, _)| at > 0 && name[at + 3..].starts_with(|c: char| c.is_ascii_uppercase()))
 }

@@ -1,6 +1,8 @@
 """A generative model and a classifier the generation loop never decodes: the classifier runs
 eagerly, once per call; the blocks a model holds are parts of whichever model runs them. A
-model that cannot be compiled whole is decoded eagerly too."""
+model that cannot be compiled whole is decoded eagerly too. A task model wrapping what a
+decoded model wraps (a sequence classifier beside a causal LM) is a task of its own, no part of
+the decoded one: no entry, nor are the parts only it holds."""
 
 import torch
 from torch import nn
@@ -50,3 +52,18 @@ class MatchingLoss(nn.Module):
     def __init__(self):
         super().__init__()
         self.matcher = Matcher()
+
+
+class ScoreHead(nn.Module):
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return hidden * hidden.min().item()
+
+
+class CausalLMForSequenceClassification(PreTrainedModel):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block() for _ in range(2)])
+        self.score = ScoreHead()
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.score(ids) * ids.sum().item()
