@@ -36,6 +36,8 @@ impl<'a> SemanticModel<'a> {
         // somewhere.
         let mut flagged: Vec<&'a str> = Vec::new();
         let mut unflagged: Vec<&'a str> = Vec::new();
+        // Attributes some method sets to `None`.
+        let mut emptied: Vec<&'a str> = Vec::new();
         for stmt in &class.body {
             match stmt {
                 Stmt::AnnAssign(assign) => {
@@ -108,6 +110,10 @@ impl<'a> SemanticModel<'a> {
                             unflagged.push(name);
                         }
                         let ty = match value {
+                            Some(Expr::NoneLiteral(_)) => {
+                                emptied.push(name);
+                                continue;
+                            }
                             Some(value) => self.ty(value),
                             None => Ty::Tensor,
                         };
@@ -116,6 +122,14 @@ impl<'a> SemanticModel<'a> {
                     self.pop_scope();
                 }
                 _ => {}
+            }
+        }
+        // An attribute also set to `None` (a buffer made only when a feature is on) keeps what
+        // its host buffers say: it holds one or nothing. Any other type it held is unknown.
+        for name in emptied {
+            let ty = info.attributes.get(name).copied();
+            if !ty.is_some_and(|ty| ty.is_host_tensor() || ty == Ty::Array) {
+                merge(&mut info.attributes, name, Ty::Host);
             }
         }
         flagged.retain(|name| !unflagged.contains(name));
