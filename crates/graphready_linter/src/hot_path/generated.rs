@@ -11,11 +11,12 @@
 //! holds them, directly or through the parts it holds. Encoders stay per-request entries: a
 //! multimodal model often builds its vision tower through a factory the index does not resolve.
 //! Within the decoded models' modules, a module another class holds stays part of whichever
-//! model runs it. A sibling head is not such a part: a model class there that the loop does not
-//! decode, that no class holds, and that holds what a decoded model holds (a sequence
-//! classifier wrapping the same encoder-decoder a conditional-generation model wraps) is a
-//! task of its own that `generate()` never runs; it, and the parts only it holds, are no
-//! entries either.
+//! model runs it. A sibling head is not such a part: a model class there named for a task
+//! (`<Family>For<Task>`), that the loop does not decode, that no class holds, and that holds
+//! what a decoded model holds (a sequence classifier wrapping the same encoder-decoder a
+//! conditional-generation model wraps) is a task of its own that `generate()` never runs; it,
+//! and the parts only it holds, are no entries either. (A model named otherwise may be built
+//! as a part through a factory the index does not resolve: a vision model, a text model.)
 //!
 //! A model whose class declares it cannot be compiled whole (transformers'
 //! `_can_compile_fullgraph = False`, the default its `PreTrainedModel` declares and each
