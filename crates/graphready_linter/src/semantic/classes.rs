@@ -125,10 +125,13 @@ impl<'a> SemanticModel<'a> {
             }
         }
         // An attribute also set to `None` (a buffer made only when a feature is on) keeps what
-        // its host buffers say: it holds one or nothing. Any other type it held is unknown.
+        // its host buffers say: it holds one or nothing. Any other type it held is unknown, as
+        // is any a module's holds: an engine's loader builds its models under a default device
+        // (`with torch.device("cuda"):`), where `torch.tensor(ids)` is made on the GPU.
         for name in emptied {
             let ty = info.attributes.get(name).copied();
-            if !ty.is_some_and(|ty| ty.is_host_tensor() || ty == Ty::Array) {
+            let host = !info.module && ty.is_some_and(|ty| ty.is_host_tensor() || ty == Ty::Array);
+            if !host {
                 merge(&mut info.attributes, name, Ty::Host);
             }
         }
