@@ -203,8 +203,9 @@ pub(crate) fn env_flag_declarations(bytes: &[u8]) -> Option<Vec<String>> {
 
 /// Whether a module's dotted name (or, outside a package, its file name) says it serves a
 /// device without CUDA graphs: a package or a word of the module's name is `npu`, `xpu`, `tpu`,
-/// `hpu`, `mps`, `mlx`, `ascend` or `neuron` (`srt.hardware_backend.npu.attention...`,
-/// `punica_xpu`, `tpu_model_runner`), or names the CPU as the device that computes: `cpu` or
+/// `hpu`, `mps`, `mlx`, `ascend`, `neuron` or another such device or backend
+/// (`srt.hardware_backend.npu.attention...`, `punica_xpu`, `tpu_model_runner`,
+/// `backends.dlinfer.camb`; see `util::other_platform_words`), or names the CPU as the device that computes: `cpu` or
 /// `amx` (Intel's CPU matrix extensions) in a module that says nothing of moving data between
 /// the host and a GPU (`cpu_attn`, `mla.cpu_mla`, `worker.cpu_model_runner`,
 /// `intel_amx_backend`). `kv_offload.cpu.manager`, `cpu_gpu_buffer` and `swap_to_cpu` serve a
@@ -347,6 +348,11 @@ mod tests {
             "vllm.models.deepseek_v4.cpu.model",
             "sglang.srt.layers.attention.intel_amx_backend",
             "sglang.srt.models.mindspore",
+            "lmdeploy.pytorch.backends.dlinfer.attention",
+            "lmdeploy.pytorch.backends.dlinfer.camb.op_backend",
+            "pkg.maca.op_backend",
+            "sglang.srt.hardware_backend.musa.attention.flashattention_backend",
+            "pkg.mlu_ops",
         ] {
             assert!(other_platform(module, both), "{module}");
             assert!(other_platform(module, cuda), "{module}");
@@ -372,6 +378,8 @@ mod tests {
             "pkg.snpu",
             "gpu_model_runner.py",
             "pkg.chip_layout",
+            "pkg.camera_model",
+            "pkg.macaron_net",
         ] {
             assert!(!other_platform(module, cuda), "{module}");
         }

@@ -29,7 +29,7 @@ pub(crate) const NO_CUDA_GRAPH_DEVICES: [&str; 5] = ["npu", "xpu", "tpu", "hpu",
 
 /// Whether the words of a name (a module's dotted parts and their `_` words, or a class name's
 /// CamelCase words) say it serves a device without CUDA graphs: a word is one of
-/// [`NO_CUDA_GRAPH_DEVICES`], `mlx`, `ascend`, `neuron` or `mindspore`, or `cpu` or `amx`
+/// [`NO_CUDA_GRAPH_DEVICES`] or another word [`names_other_device`] knows, or `cpu` or `amx`
 /// (Intel's CPU matrix extensions) where no word says the name moves data between the host and
 /// a GPU (`offload`, `offloading`, `swap`, `gpu`, `cuda`, `host`, `pinned`); or, unless ROCm is
 /// a target, one that names AMD's GPUs (see [`names_rocm`]).
@@ -71,11 +71,24 @@ pub(crate) fn other_device_function(name: &str, platforms: Platforms) -> bool {
 }
 
 /// Whether a lowercase word names a device (or a framework for one) without CUDA graphs, the
-/// host aside: one of [`NO_CUDA_GRAPH_DEVICES`], `mlx`, `ascend`, `neuron` or `mindspore`; or
-/// AMD's GPUs unless ROCm is a target.
+/// host aside: one of [`NO_CUDA_GRAPH_DEVICES`], `mlx`, `ascend`, `neuron`, `mindspore`,
+/// Cambricon's `mlu` and `camb`, MetaX's `maca`, Moore Threads' `musa`, Enflame's `gcu`, or
+/// `dlinfer` (LMDeploy's backend for those devices); or AMD's GPUs unless ROCm is a target.
 fn names_other_device(word: &str, platforms: Platforms) -> bool {
-    matches!(word, "mlx" | "ascend" | "neuron" | "mindspore")
-        || NO_CUDA_GRAPH_DEVICES.contains(&word)
+    matches!(
+        word,
+        "mlx"
+            | "ascend"
+            | "neuron"
+            | "mindspore"
+            | "mlu"
+            | "camb"
+            | "cambricon"
+            | "maca"
+            | "musa"
+            | "gcu"
+            | "dlinfer"
+    ) || NO_CUDA_GRAPH_DEVICES.contains(&word)
         || (!platforms.rocm && names_rocm(word))
 }
 
