@@ -146,16 +146,23 @@ pub fn safe_when(model: &SemanticModel, settings: &Settings, test: &Expr, negate
         Expr::Compare(_) if training_labels(model, test, negated) => true,
         // `if cg is None:` with `cg = buffers if capturing else None`.
         Expr::Compare(_) if model.tests_capture_only_none(test, negated) => true,
-        Expr::Compare(compare) if negated => {
-            // `x.device.type == "cuda"` is false only for host tensors.
-            compare.ops.len() == 1
-                && matches!(compare.ops[0], ast::CmpOp::Eq)
+        // `x.device.type == "cuda"` (or `device.type in {"cpu", "cuda"}`) is false only for
+        // host tensors and devices without CUDA graphs; `!=` and `not in` are true only there.
+        Expr::Compare(compare)
+            if compare.ops.len() == 1
                 && is_device_type(&compare.left)
-                && matches!(&compare.comparators[0], Expr::StringLiteral(s) if s.value.to_str() == "cuda")
+                && names_cuda(&compare.comparators[0])
+                && match compare.ops[0] {
+                    ast::CmpOp::Eq | ast::CmpOp::In => negated,
+                    ast::CmpOp::NotEq | ast::CmpOp::NotIn => !negated,
+                    _ => false,
+                } =>
+        {
+            true
         }
         // `x.device.type == "cpu"` (host data), or a device without CUDA graphs (`"mps"`,
         // `"xpu"`, ...).
-        Expr::Compare(compare) => {
+        Expr::Compare(compare) if !negated => {
             compare.ops.len() == 1
                 && matches!(compare.ops[0], ast::CmpOp::Eq)
                 && is_device_type(&compare.left)
@@ -304,9 +311,27 @@ fn same_place(target: &Expr, place: &Expr) -> bool {
     }
 }
 
+/// Whether a device type compared with names CUDA: `"cuda"`, or a literal collection holding it
+/// (`{"cpu", "cuda"}`).
+fn names_cuda(expr: &Expr) -> bool {
+    let cuda = |e: &Expr| matches!(e, Expr::StringLiteral(s) if s.value.to_str() == "cuda");
+    match expr {
+        Expr::Set(ast::ExprSet { elts, .. })
+        | Expr::Tuple(ast::ExprTuple { elts, .. })
+        | Expr::List(ast::ExprList { elts, .. }) => elts.iter().any(cuda),
+        other => cuda(other),
+    }
+}
+
+/// Whether an expression reads a device's type: `x.device.type`, or `device.type` of a name
+/// that says it holds a device (`device`, `target_device`).
 fn is_device_type(expr: &Expr) -> bool {
     matches!(expr, Expr::Attribute(a) if a.attr.id.as_str() == "type"
-        && matches!(&*a.value, Expr::Attribute(d) if d.attr.id.as_str() == "device"))
+    && match &*a.value {
+        Expr::Attribute(d) => d.attr.id.as_str() == "device",
+        Expr::Name(name) => name.id.as_str().ends_with("device"),
+        _ => false,
+    })
 }
 
 /// Whether an operand of `and`/`or` makes the operands after it safe: `a and b` evaluates `b`
