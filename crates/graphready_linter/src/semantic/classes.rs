@@ -36,8 +36,9 @@ impl<'a> SemanticModel<'a> {
         // somewhere.
         let mut flagged: Vec<&'a str> = Vec::new();
         let mut unflagged: Vec<&'a str> = Vec::new();
-        // Attributes some method sets to `None`.
+        // Attributes some method sets to `None`, and those `__init__` sets to a value.
         let mut emptied: Vec<&'a str> = Vec::new();
+        let mut constructed: Vec<&'a str> = Vec::new();
         for stmt in &class.body {
             match stmt {
                 Stmt::AnnAssign(assign) => {
@@ -114,7 +115,13 @@ impl<'a> SemanticModel<'a> {
                                 emptied.push(name);
                                 continue;
                             }
-                            Some(value) => self.ty(value),
+                            Some(value) => {
+                                // `resets`: the method is not `__init__`.
+                                if !resets && !explicitly_host(value) {
+                                    constructed.push(name);
+                                }
+                                self.ty(value)
+                            }
                             None => Ty::Tensor,
                         };
                         merge(&mut info.attributes, name, ty);
@@ -126,11 +133,15 @@ impl<'a> SemanticModel<'a> {
         }
         // An attribute also set to `None` (a buffer made only when a feature is on) keeps what
         // its host buffers say: it holds one or nothing. Any other type it held is unknown, as
-        // is any a module's holds: an engine's loader builds its models under a default device
-        // (`with torch.device("cuda"):`), where `torch.tensor(ids)` is made on the GPU.
+        // is one a constructor of a class with bases makes without naming the host: a module's
+        // (maybe through a base another module defines) may be built under a default device (an
+        // engine's loader runs `with torch.device("cuda"):`), where `torch.tensor(ids)` is made
+        // on the GPU, though `t.to("cpu")` is not.
+        let plain = info.bases.is_empty() && !info.module;
         for name in emptied {
             let ty = info.attributes.get(name).copied();
-            let host = !info.module && ty.is_some_and(|ty| ty.is_host_tensor() || ty == Ty::Array);
+            let host = (plain || !constructed.contains(&name))
+                && ty.is_some_and(|ty| ty.is_host_tensor() || ty == Ty::Array);
             if !host {
                 merge(&mut info.attributes, name, Ty::Host);
             }
@@ -185,6 +196,40 @@ impl<'a> SemanticModel<'a> {
             }
         }
     }
+}
+
+/// Whether an expression names the host as where its tensor lives, whatever the default
+/// device: `.cpu()`, `.to("cpu")`, `device="cpu"`, `pin_memory=True`, `.pin_memory()`,
+/// `torch.from_numpy(...)` or `.numpy()` somewhere in it.
+fn explicitly_host(value: &Expr) -> bool {
+    struct Finder(bool);
+    impl<'a> ruff_python_ast::visitor::Visitor<'a> for Finder {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Expr::Call(call) = expr {
+                let cpu =
+                    |e: &Expr| matches!(e, Expr::StringLiteral(s) if s.value.to_str() == "cpu");
+                let method = match &*call.func {
+                    Expr::Attribute(attribute) => attribute.attr.as_str(),
+                    _ => "",
+                };
+                self.0 |= matches!(method, "cpu" | "pin_memory" | "numpy" | "from_numpy")
+                    || (method == "to" && call.arguments.args.first().is_some_and(cpu))
+                    || call.arguments.keywords.iter().any(|keyword| {
+                        match keyword.arg.as_ref().map(|arg| arg.as_str()) {
+                            Some("device") => cpu(&keyword.value),
+                            Some("pin_memory") => {
+                                matches!(&keyword.value, Expr::BooleanLiteral(b) if b.value)
+                            }
+                            _ => false,
+                        }
+                    });
+            }
+            ruff_python_ast::visitor::walk_expr(self, expr);
+        }
+    }
+    let mut finder = Finder(false);
+    ruff_python_ast::visitor::Visitor::visit_expr(&mut finder, value);
+    finder.0
 }
 
 /// The class a constructor call names, as written: `VocabMapping(...)`, capitalised.
