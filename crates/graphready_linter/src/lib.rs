@@ -209,8 +209,8 @@ pub(crate) fn env_flag_declarations(bytes: &[u8]) -> Option<Vec<String>> {
 /// that computes: `cpu` or `amx` (Intel's CPU matrix extensions) in a module that says nothing
 /// of moving data between the host and a GPU (`cpu_attn`, `mla.cpu_mla`,
 /// `worker.cpu_model_runner`, `intel_amx_backend`). `kv_offload.cpu.manager`, `cpu_gpu_buffer`
-/// and `swap_to_cpu` serve a GPU engine: a word `offload`, `swap`, `gpu`, `cuda`, `host` or `pinned` keeps them. Folders
-/// above the package are the user's and do not count.
+/// and `swap_to_cpu` serve a GPU engine: a word `offload`, `swap`, `gpu`, `cuda`, `host` or
+/// `pinned` keeps them. Folders above the package are the user's and do not count.
 fn other_platform(module: &str, platforms: settings::Platforms) -> bool {
     util::other_platform_words(
         module
