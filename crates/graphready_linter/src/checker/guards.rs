@@ -207,9 +207,7 @@ fn never_a_tensor(model: &SemanticModel, test: &Expr) -> bool {
         return false;
     };
     function.id.as_str() == "isinstance"
-        && model
-            .qualified_name(class)
-            .is_some_and(|qualified| matches!(&*qualified, "torch.Tensor" | "torch.nn.Parameter"))
+        && model.is_tensor_class(class)
         && matches!(
             model.ty(subject),
             Ty::Host | Ty::HostList | Ty::HostLists | Ty::Array

@@ -168,6 +168,15 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
+    /// Whether an expression names the tensor class or its parameter subclass: `torch.Tensor`,
+    /// `torch.nn.Parameter`.
+    pub fn is_tensor_class(&self, class: &Expr) -> bool {
+        matches!(
+            self.qualified_name(class).as_deref(),
+            Some("torch.Tensor" | "torch.nn.Parameter" | "torch.nn.parameter.Parameter")
+        )
+    }
+
     /// The name a tensor-class test asks about: `torch.is_tensor(x)`, or `isinstance(x, T)`
     /// where `T` (or one type of a tuple) is `torch.Tensor` or `torch.nn.Parameter`. Where the
     /// test failed, `x` is no tensor, whatever its callers were taken to pass.
@@ -175,19 +184,13 @@ impl<'a> SemanticModel<'a> {
         if !call.arguments.keywords.is_empty() {
             return None;
         }
-        let tensor_class = |ty: &Expr| {
-            matches!(
-                self.qualified_name(ty).as_deref(),
-                Some("torch.Tensor" | "torch.nn.Parameter" | "torch.nn.parameter.Parameter")
-            )
-        };
         match (&*call.func, &*call.arguments.args) {
             (Expr::Name(function), [Expr::Name(subject), types])
                 if function.id.as_str() == "isinstance" =>
             {
                 let tested = match types {
-                    Expr::Tuple(tuple) => tuple.elts.iter().any(tensor_class),
-                    single => tensor_class(single),
+                    Expr::Tuple(tuple) => tuple.elts.iter().any(|ty| self.is_tensor_class(ty)),
+                    single => self.is_tensor_class(single),
                 };
                 tested.then_some(subject.id.as_str())
             }
