@@ -152,6 +152,28 @@ impl<'a> SemanticModel<'a> {
         info
     }
 
+    /// The class, as its constructor call names it, whose instance `self.<attribute>` (of a
+    /// class defined in this module) holds, when every assignment constructs the same one
+    /// (`self.corpus = NgramCorpus(...)`), qualified where an import binds the name.
+    pub fn constructed_instance(&self, expr: &Expr) -> Option<String> {
+        let Expr::Attribute(attribute) = expr else {
+            return None;
+        };
+        let owner = self.instance_class(&attribute.value)?;
+        let held = *self
+            .classes
+            .get(owner)?
+            .instances
+            .get(attribute.attr.id.as_str())?;
+        if held.is_empty() {
+            return None;
+        }
+        Some(match self.lookup(held) {
+            Some(super::scope::Binding::Import(qualified)) => qualified.clone(),
+            _ => held.to_string(),
+        })
+    }
+
     /// Whether a base class expression names `torch.nn.Module`, another `torch.nn` class, or a
     /// module class of this module.
     fn is_module_class(&self, base: &Expr) -> bool {

@@ -46,7 +46,9 @@ declare_violation! {
     ///
     /// ## Known problems
     /// `.synchronize()` with no arguments is reported on any receiver not known to be something
-    /// else, since in PyTorch code it is almost always a CUDA stream, event or device.
+    /// else, since in PyTorch code it is almost always a CUDA stream, event or device; an
+    /// attribute holding an object its class constructs (`self.corpus = NgramCorpus(...)`,
+    /// a class named for neither a stream nor an event) is known to be something else.
     /// `.query()` is reported only on values known to be streams or events.
     pub struct ExplicitSynchronize {
         call: String,
@@ -114,7 +116,9 @@ fn explicit_synchronize(checker: &mut Checker, call: &ast::ExprCall) {
     }
     let reported = match method {
         "synchronize" => {
-            is_stream_or_event(checker, receiver) || matches!(checker.ty(receiver), Ty::Unknown)
+            is_stream_or_event(checker, receiver)
+                || (matches!(checker.ty(receiver), Ty::Unknown)
+                    && !holds_other_object(checker, receiver))
         }
         "query" => is_stream_or_event(checker, receiver),
         _ => false,
@@ -134,6 +138,20 @@ fn explicit_synchronize(checker: &mut Checker, call: &ast::ExprCall) {
             call.range(),
         );
     }
+}
+
+/// Whether `self.<attribute>` holds an object of a class that is no stream or event (by its
+/// constructor, `self.corpus = NgramCorpus(...)`, its last name ending in neither `Stream` nor
+/// `Event`): its `synchronize()` is that class's own method (a C++ worker's, a trie's), which
+/// the call graph follows where the project defines it.
+fn holds_other_object(checker: &Checker, receiver: &Expr) -> bool {
+    checker
+        .model
+        .constructed_instance(receiver)
+        .is_some_and(|class| {
+            let last = class.rsplit('.').next().unwrap_or(&class);
+            !last.ends_with("Stream") && !last.ends_with("Event") && !class.starts_with("torch.")
+        })
 }
 
 /// Whether the statement after the wait reads a host clock (`start = time.perf_counter()`,
