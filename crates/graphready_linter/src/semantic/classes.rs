@@ -221,30 +221,22 @@ impl<'a> SemanticModel<'a> {
 }
 
 /// Whether an expression names the host as where its tensor lives, whatever the default
-/// device: `.cpu()`, `.to("cpu")`, `device="cpu"`, `pin_memory=True`, `.pin_memory()`,
+/// device: `.cpu()`, `.to("cpu")`, `device="cpu"` (any spelling `syntax::is_cpu_device` knows), `pin_memory=True`, `.pin_memory()`,
 /// `torch.from_numpy(...)` or `.numpy()` somewhere in it.
 fn explicitly_host(value: &Expr) -> bool {
     struct Finder(bool);
     impl<'a> ruff_python_ast::visitor::Visitor<'a> for Finder {
         fn visit_expr(&mut self, expr: &'a Expr) {
             if let Expr::Call(call) = expr {
-                let cpu =
-                    |e: &Expr| matches!(e, Expr::StringLiteral(s) if s.value.to_str() == "cpu");
+                use super::syntax::{is_cpu_device, keyword, keyword_true};
                 let method = match &*call.func {
                     Expr::Attribute(attribute) => attribute.attr.as_str(),
                     _ => "",
                 };
                 self.0 |= matches!(method, "cpu" | "pin_memory" | "numpy" | "from_numpy")
-                    || (method == "to" && call.arguments.args.first().is_some_and(cpu))
-                    || call.arguments.keywords.iter().any(|keyword| {
-                        match keyword.arg.as_ref().map(|arg| arg.as_str()) {
-                            Some("device") => cpu(&keyword.value),
-                            Some("pin_memory") => {
-                                matches!(&keyword.value, Expr::BooleanLiteral(b) if b.value)
-                            }
-                            _ => false,
-                        }
-                    });
+                    || (method == "to" && call.arguments.args.first().is_some_and(is_cpu_device))
+                    || keyword(call, "device").is_some_and(is_cpu_device)
+                    || keyword_true(call, "pin_memory");
             }
             ruff_python_ast::visitor::walk_expr(self, expr);
         }
